@@ -1,0 +1,225 @@
+package dev.pgtask;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.pgtask.internal.sql.EnqueueQueries;
+import dev.pgtask.internal.sql.Sql;
+import java.sql.Connection;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+
+/**
+ * The producer side of pgtask: enqueues tasks, alone or in batches, on their own or inside the
+ * caller's transaction.
+ *
+ * <pre>{@code
+ * PgTask pgtask = PgTask.create(dataSource);
+ * try (Connection tx = dataSource.getConnection()) {
+ *   tx.setAutoCommit(false);
+ *   // ... the caller's own writes ...
+ *   pgtask.enqueue(tx, new SendInvoice(42), TaskOptions.defaults().withTenant("acme"));
+ *   tx.commit(); // the task exists only if this commit happens
+ * }
+ * }</pre>
+ *
+ * <p>Every enqueue goes through the database functions {@code pgtask.enqueue} /
+ * {@code pgtask.enqueue_batch}, the same ones SQL callers use, so the rules and the resulting rows
+ * are identical. A committed enqueue wakes the workers of its queue with one {@code NOTIFY} per
+ * queue per transaction. Instances are immutable and thread-safe.
+ */
+public final class PgTask {
+
+  private final DataSource dataSource;
+  private final ObjectMapper objectMapper;
+  private final DSLContext dsl;
+
+  private PgTask(Builder b) {
+    this.dataSource = b.dataSource;
+    this.objectMapper = b.objectMapper;
+    this.dsl = Sql.using(dataSource);
+  }
+
+  /** A client with default settings over {@code dataSource} (whose schema is migrated). */
+  public static PgTask create(DataSource dataSource) {
+    return builder(dataSource).build();
+  }
+
+  /** A builder for a client over {@code dataSource}. */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /** The data source this client enqueues through when no transaction is given. */
+  public DataSource dataSource() {
+    return dataSource;
+  }
+
+  /** The Jackson mapper used for payloads. */
+  public ObjectMapper objectMapper() {
+    return objectMapper;
+  }
+
+  // ---- one task, own transaction ----
+
+  /** Enqueues a typed task with default options, in its own transaction. Returns its id. */
+  public long enqueue(TaskArgs args) {
+    return enqueue(NewTask.of(args));
+  }
+
+  /** Enqueues a typed task in its own transaction. Returns its id. */
+  public long enqueue(TaskArgs args, TaskOptions options) {
+    return enqueue(NewTask.of(args, options));
+  }
+
+  /**
+   * Enqueues a task in its own transaction. Returns its id, or with a dedupe key held by an
+   * unfinished task, that task's id.
+   *
+   * @throws InvalidTaskException when a field is invalid; nothing is stored
+   */
+  public long enqueue(NewTask task) {
+    return enqueueWith(dsl, task);
+  }
+
+  // ---- one task, caller's transaction ----
+
+  /** Enqueues a typed task inside the caller's transaction on {@code tx}. */
+  public long enqueue(Connection tx, TaskArgs args) {
+    return enqueue(tx, NewTask.of(args));
+  }
+
+  /** Enqueues a typed task inside the caller's transaction on {@code tx}. */
+  public long enqueue(Connection tx, TaskArgs args, TaskOptions options) {
+    return enqueue(tx, NewTask.of(args, options));
+  }
+
+  /**
+   * Enqueues a task inside the caller's transaction on {@code tx}: the task exists only if the
+   * caller commits. The connection is left as it was (not committed, not closed).
+   */
+  public long enqueue(Connection tx, NewTask task) {
+    Objects.requireNonNull(tx, "tx");
+    return enqueueWith(Sql.using(tx), task);
+  }
+
+  /** Enqueues a typed task inside the transaction of the caller's jOOQ context. */
+  public long enqueue(DSLContext tx, TaskArgs args) {
+    return enqueue(tx, NewTask.of(args));
+  }
+
+  /** Enqueues a typed task inside the transaction of the caller's jOOQ context. */
+  public long enqueue(DSLContext tx, TaskArgs args, TaskOptions options) {
+    return enqueue(tx, NewTask.of(args, options));
+  }
+
+  /** Enqueues a task inside the transaction of the caller's jOOQ context. */
+  public long enqueue(DSLContext tx, NewTask task) {
+    Objects.requireNonNull(tx, "tx");
+    return enqueueWith(tx, task);
+  }
+
+  // ---- batches ----
+
+  /**
+   * Enqueues a batch in one statement and one transaction; returns the ids in input order. One
+   * invalid task rejects the whole batch ({@link InvalidTaskException} names its position).
+   */
+  public List<Long> enqueueAll(List<NewTask> tasks) {
+    return enqueueAllWith(dsl, tasks);
+  }
+
+  /** Enqueues a batch inside the caller's transaction on {@code tx}. */
+  public List<Long> enqueueAll(Connection tx, List<NewTask> tasks) {
+    Objects.requireNonNull(tx, "tx");
+    return enqueueAllWith(Sql.using(tx), tasks);
+  }
+
+  /** Enqueues a batch inside the transaction of the caller's jOOQ context. */
+  public List<Long> enqueueAll(DSLContext tx, List<NewTask> tasks) {
+    Objects.requireNonNull(tx, "tx");
+    return enqueueAllWith(tx, tasks);
+  }
+
+  private long enqueueWith(DSLContext ctx, NewTask task) {
+    EnqueueQueries.Row row = toRow(task, -1);
+    try {
+      return EnqueueQueries.enqueue(ctx, row);
+    } catch (RuntimeException e) {
+      throw Sql.translate("enqueue", e);
+    }
+  }
+
+  private List<Long> enqueueAllWith(DSLContext ctx, List<NewTask> tasks) {
+    Objects.requireNonNull(tasks, "tasks");
+    List<EnqueueQueries.Row> rows = new ArrayList<>(tasks.size());
+    for (int i = 0; i < tasks.size(); i++) {
+      rows.add(toRow(tasks.get(i), i));
+    }
+    try {
+      return EnqueueQueries.enqueueBatch(ctx, rows);
+    } catch (RuntimeException e) {
+      throw Sql.translate("enqueue batch", e);
+    }
+  }
+
+  private EnqueueQueries.Row toRow(NewTask task, int index) {
+    Objects.requireNonNull(task, "task");
+    TaskOptions o = task.options();
+    return new EnqueueQueries.Row(task.kind(), payloadJson(task.payload(), index), o.queue(),
+        o.tenant(), o.runAt(), o.delay(), o.priority(), o.maxAttempts(), o.dedupeKey());
+  }
+
+  private String payloadJson(Object payload, int index) {
+    String where = index < 0 ? "" : " (task " + (index + 1) + " of the batch)";
+    if (payload == null) {
+      return "{}";
+    }
+    try {
+      JsonNode node;
+      if (payload instanceof String s) {
+        node = objectMapper.readTree(s);
+      } else if (payload instanceof JsonNode n) {
+        node = n;
+      } else {
+        node = objectMapper.valueToTree(payload);
+      }
+      if (node == null || !node.isObject()) {
+        throw new InvalidTaskException("task_payload_object", "pgtask: invalid task" + where
+            + ": payload must be a JSON object, not " + (node == null ? "empty" : node.getNodeType().name().toLowerCase(java.util.Locale.ROOT)));
+      }
+      return objectMapper.writeValueAsString(node);
+    } catch (JsonProcessingException | IllegalArgumentException e) {
+      // Jackson's messages quote the input: never pass them on
+      throw new InvalidTaskException("task_payload_json", "pgtask: invalid task" + where
+          + ": payload is not valid JSON or cannot be serialized (" + e.getClass().getSimpleName() + ")");
+    }
+  }
+
+  /** Builds a {@link PgTask}. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private ObjectMapper objectMapper;
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /** The Jackson mapper for payloads (default: a plain {@code new ObjectMapper()} with modules found on the classpath). */
+    public Builder objectMapper(ObjectMapper objectMapper) {
+      this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
+      return this;
+    }
+
+    /** Validates the settings and builds the client. */
+    public PgTask build() {
+      if (objectMapper == null) {
+        objectMapper = new ObjectMapper().findAndRegisterModules();
+      }
+      return new PgTask(this);
+    }
+  }
+}

@@ -1,0 +1,56 @@
+package dev.pgtask;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.sql.Connection;
+import java.time.Instant;
+import org.jooq.DSLContext;
+
+/** What a handler knows about the task it runs, and the transaction it runs in. */
+public interface TaskContext {
+
+  /** The task's id. */
+  long taskId();
+
+  /** The task's kind. */
+  String kind();
+
+  /** The task's queue. */
+  String queue();
+
+  /** The task's tenant, or {@code null}. */
+  String tenant();
+
+  /**
+   * This attempt's number, starting at 1. It is also the fencing token: a later attempt of the same
+   * task always has a higher number, so a write conditioned on it cannot be applied by a stale
+   * attempt.
+   */
+  int attempt();
+
+  /** The task's maximum number of attempts. */
+  int maxAttempts();
+
+  /**
+   * A key that is the same for every attempt of this task ({@code "pgtask-<id>"}): pass it to
+   * external services as an idempotency key so a retried task does not repeat their effect.
+   */
+  String idempotencyKey();
+
+  /** The id of the worker running the task (also in {@code application_name}). */
+  String workerId();
+
+  /** When this attempt must finish (database clock at claim + task timeout). */
+  Instant deadline();
+
+  /** The raw payload. */
+  JsonNode payload();
+
+  /**
+   * The task transaction's connection: write through it so effects commit with the task. Do not
+   * commit, roll back or close it. Throws {@link IllegalStateException} for plain-mode kinds.
+   */
+  Connection connection();
+
+  /** A jOOQ {@link DSLContext} over {@link #connection()}. */
+  DSLContext dsl();
+}

@@ -1,0 +1,79 @@
+package dev.pgtask.internal.sql;
+
+import dev.pgtask.InvalidTaskException;
+import dev.pgtask.PgTaskException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.conf.Settings;
+import org.jooq.impl.DSL;
+import org.postgresql.util.PSQLException;
+import org.postgresql.util.ServerErrorMessage;
+
+/** jOOQ contexts configured the pgtask way, and translation of database errors. */
+public final class Sql {
+
+  static {
+    // jOOQ prints a banner and tips on first use; a library should stay quiet.
+    if (System.getProperty("org.jooq.no-logo") == null) {
+      System.setProperty("org.jooq.no-logo", "true");
+    }
+    if (System.getProperty("org.jooq.no-tips") == null) {
+      System.setProperty("org.jooq.no-tips", "true");
+    }
+  }
+
+  private static final Settings SETTINGS = new Settings()
+      .withExecuteLogging(false)
+      .withRenderSchema(true)
+      .withRenderFormatted(false);
+
+  private Sql() {}
+
+  /** A context that borrows a pooled connection per statement (autocommit). */
+  public static DSLContext using(DataSource dataSource) {
+    return DSL.using(dataSource, SQLDialect.POSTGRES, SETTINGS);
+  }
+
+  /** A context over one connection, e.g. the caller's or the task's transaction. */
+  public static DSLContext using(Connection connection) {
+    return DSL.using(connection, SQLDialect.POSTGRES, SETTINGS);
+  }
+
+  /** The SQLSTATE of the database error behind {@code t}, or {@code null}. */
+  public static String sqlState(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof SQLException e && e.getSQLState() != null) {
+        return e.getSQLState();
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Turns a database error into pgtask's exception: a check violation raised by pgtask's
+   * validation becomes {@link InvalidTaskException} naming the rule. Server error details (which
+   * could contain row contents) are never copied into the message.
+   */
+  public static RuntimeException translate(String action, RuntimeException e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof PSQLException p) {
+        ServerErrorMessage m = p.getServerErrorMessage();
+        String state = p.getSQLState();
+        if (m != null && "23514".equals(state)) {
+          String constraint = m.getConstraint();
+          String message = m.getMessage();
+          if (message == null || !message.startsWith("pgtask:")) {
+            message = "pgtask: invalid task: violates " + constraint;
+          }
+          return new InvalidTaskException(constraint, message);
+        }
+        String msg = m != null && m.getMessage() != null ? m.getMessage() : p.getMessage();
+        return new PgTaskException("pgtask: " + action + " failed: " + msg + " (SQLSTATE " + state + ")", e);
+      }
+    }
+    return e instanceof PgTaskException ? e : new PgTaskException("pgtask: " + action + " failed: " + e.getMessage(), e);
+  }
+}
