@@ -63,6 +63,10 @@ public final class PgTaskWorker implements AutoCloseable {
   public static final Duration DEFAULT_RETRY_BACKOFF_CAP = Duration.ofHours(1);
   /** Default interval of the LISTEN connection's health check. */
   public static final Duration DEFAULT_LISTENER_PING_INTERVAL = Duration.ofSeconds(10);
+  /** Default time completed tasks stay in the table for operators before retention deletes them. */
+  public static final Duration DEFAULT_COMPLETED_RETENTION = Duration.ofHours(24);
+  /** Default time cancelled and discarded tasks stay in the table before retention deletes them. */
+  public static final Duration DEFAULT_FAILED_RETENTION = Duration.ofDays(7);
   /**
    * Default first key of pgtask's two-int advisory locks: {@code pg_try_advisory_xact_lock(namespace,
    * tenant_id)}. 0x70677461 is "pgta" in ASCII. Maintenance passes use negative second keys.
@@ -132,6 +136,8 @@ public final class PgTaskWorker implements AutoCloseable {
     private Duration retryBackoffBase = DEFAULT_RETRY_BACKOFF_BASE;
     private Duration retryBackoffCap = DEFAULT_RETRY_BACKOFF_CAP;
     private Duration listenerPingInterval = DEFAULT_LISTENER_PING_INTERVAL;
+    private Duration completedRetention = DEFAULT_COMPLETED_RETENTION;
+    private Duration failedRetention = DEFAULT_FAILED_RETENTION;
     private int tenantLockNamespace = DEFAULT_TENANT_LOCK_NAMESPACE;
     private String workerId;
     private ObjectMapper objectMapper;
@@ -233,6 +239,16 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
+    /**
+     * How long finished tasks stay in the table (defaults: completed 24 h; cancelled and discarded
+     * 7 days). Older ones are deleted in batches by the retention pass.
+     */
+    public Builder retention(Duration completed, Duration cancelledOrDiscarded) {
+      this.completedRetention = completed;
+      this.failedRetention = cancelledOrDiscarded;
+      return this;
+    }
+
     /** First key of pgtask's advisory locks (default {@link #DEFAULT_TENANT_LOCK_NAMESPACE}). */
     public Builder tenantLockNamespace(int namespace) {
       this.tenantLockNamespace = namespace;
@@ -281,6 +297,8 @@ public final class PgTaskWorker implements AutoCloseable {
       requireNotNegative(errors, "retryBackoff base", retryBackoffBase);
       requirePositive(errors, "retryBackoff cap", retryBackoffCap);
       requirePositive(errors, "listenerPingInterval", listenerPingInterval);
+      requireNotNegative(errors, "completed retention", completedRetention);
+      requireNotNegative(errors, "failed retention", failedRetention);
       List<String> queueList = new ArrayList<>(queues.isEmpty() ? List.of(TaskOptions.DEFAULT_QUEUE) : queues);
       for (String q : queueList) {
         if (q.isEmpty() || q.length() > 128 || !q.matches("[A-Za-z0-9_.:-]+")) {
@@ -309,7 +327,7 @@ public final class PgTaskWorker implements AutoCloseable {
       WorkerConfig config = new WorkerConfig(id, dataSource, listen, List.copyOf(queueList),
           Map.copyOf(handlers), concurrency, batchSize, pollInterval, taskTimeout, shutdownTimeout,
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
-          listenerPingInterval, tenantLockNamespace,
+          listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
           objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules());
       return new PgTaskWorker(config);
     }

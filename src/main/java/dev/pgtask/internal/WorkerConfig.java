@@ -26,6 +26,8 @@ public record WorkerConfig(
     Duration retryBackoffBase,
     Duration retryBackoffCap,
     Duration listenerPingInterval,
+    Duration completedRetention,
+    Duration failedRetention,
     int tenantLockNamespace,
     ObjectMapper objectMapper) {
 
