@@ -28,8 +28,16 @@ public record WorkerConfig(
     Duration listenerPingInterval,
     Duration completedRetention,
     Duration failedRetention,
-    int tenantLockNamespace,
+    Integer tenantLockNamespace,
     ObjectMapper objectMapper) {
+
+  /** This configuration with the lock namespace resolved (e.g. read from pgtask.settings). */
+  public WorkerConfig withTenantLockNamespace(int namespace) {
+    return new WorkerConfig(workerId, dataSource, listenConnectionFactory, queues, handlers, concurrency,
+        batchSize, pollInterval, taskTimeout, shutdownTimeout, leaseDuration, rescueInterval,
+        tenantDeferDelay, retryBackoffBase, retryBackoffCap, listenerPingInterval, completedRetention,
+        failedRetention, namespace, objectMapper);
+  }
 
   /** The registered kinds, for the claim's kind filter. */
   public List<String> kinds() {

@@ -66,7 +66,8 @@ class RescueTest {
 
   private Maintenance maintenance() {
     PgTaskWorker w = PgTaskWorker.builder(pool).concurrency(2).handler("x", (c, p) -> { }).build();
-    return new Maintenance(w.config(), new WorkerStats(), () -> { });
+    return new Maintenance(w.config().withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
+        new WorkerStats(), () -> { }, () -> { });
   }
 
   /** Claims like a worker that then dies: the claim commits, nothing else happens. */

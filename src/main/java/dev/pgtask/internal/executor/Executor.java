@@ -231,7 +231,7 @@ public final class Executor {
       conn.setAutoCommit(false);
       DSLContext tx = Sql.using(conn);
       LockResult lock = ExecuteQueries.lockForExecution(tx, fence,
-          truncate("pgtask " + config.workerId() + " task " + c.id()), serverTimeoutMillis,
+          truncate("pgtask task " + c.id() + " " + config.workerId()), serverTimeoutMillis,
           config.tenantLockNamespace());
       if (lock == LockResult.FENCED_OUT) {
         conn.rollback();

@@ -4,6 +4,7 @@ import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.sql.MaintenanceQueries;
 import dev.pgtask.internal.sql.Sql;
+import dev.pgtask.internal.sql.WorkerQueries;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.concurrent.Executors;
@@ -32,18 +33,22 @@ public final class Maintenance {
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
   private static final Duration TENANT_REPAIR_INTERVAL = Duration.ofSeconds(1);
   private static final Duration PRUNE_INTERVAL = Duration.ofMinutes(1);
+  private static final Duration HEARTBEAT_INTERVAL = Duration.ofSeconds(10);
+  private static final Duration STALE_WORKER_AGE = Duration.ofHours(1);
   private static final int RESCUE_BATCH = 1_000;
   private static final int PRUNE_BATCH = 5_000;
 
   private final WorkerConfig config;
   private final WorkerStats stats;
   private final Runnable wakeProducer;
+  private final Runnable heartbeat;
   private final ScheduledExecutorService scheduler;
 
-  public Maintenance(WorkerConfig config, WorkerStats stats, Runnable wakeProducer) {
+  public Maintenance(WorkerConfig config, WorkerStats stats, Runnable wakeProducer, Runnable heartbeat) {
     this.config = config;
     this.stats = stats;
     this.wakeProducer = wakeProducer;
+    this.heartbeat = heartbeat;
     this.scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "pgtask-maintenance-" + config.workerId());
       t.setDaemon(true);
@@ -55,6 +60,7 @@ public final class Maintenance {
     schedule(config.rescueInterval(), this::rescuePass);
     schedule(TENANT_REPAIR_INTERVAL, this::tenantRepairPass);
     schedule(PRUNE_INTERVAL, this::prunePass);
+    schedule(HEARTBEAT_INTERVAL, heartbeat);
   }
 
   public void stop() {
@@ -74,6 +80,9 @@ public final class Maintenance {
       try {
         pass.run();
       } catch (RuntimeException e) {
+        if (Thread.currentThread().isInterrupted()) {
+          return;
+        }
         log.warn("pgtask: maintenance pass failed: {}", e.getMessage());
       }
     }, initial, period, TimeUnit.MILLISECONDS);
@@ -100,10 +109,12 @@ public final class Maintenance {
     return n;
   }
 
-  /** Runs one retention pass now. Returns the tasks deleted. */
+  /** Runs one retention pass now: finished tasks and stale worker rows. Returns the tasks deleted. */
   public int prunePass() {
-    return inPassTransaction(MaintenanceQueries.PRUNE_LOCK_KEY,
-        tx -> MaintenanceQueries.pruneFinished(tx, config.completedRetention(), config.failedRetention(), PRUNE_BATCH));
+    return inPassTransaction(MaintenanceQueries.PRUNE_LOCK_KEY, tx -> {
+      WorkerQueries.pruneStale(tx, STALE_WORKER_AGE);
+      return MaintenanceQueries.pruneFinished(tx, config.completedRetention(), config.failedRetention(), PRUNE_BATCH);
+    });
   }
 
   private int inPassTransaction(int key, ToIntFunction<DSLContext> pass) {

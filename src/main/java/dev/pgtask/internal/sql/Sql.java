@@ -45,6 +45,15 @@ public final class Sql {
     return DSL.using(connection, SQLDialect.POSTGRES, SETTINGS);
   }
 
+  /** The message of the innermost cause, for one-line reports. */
+  public static String rootMessage(Throwable t) {
+    Throwable c = t;
+    while (c.getCause() != null && c.getCause() != c) {
+      c = c.getCause();
+    }
+    return c.getMessage() != null ? c.getMessage() : c.getClass().getSimpleName();
+  }
+
   /** The SQLSTATE of the database error behind {@code t}, or {@code null}. */
   public static String sqlState(Throwable t) {
     for (Throwable c = t; c != null; c = c.getCause()) {
