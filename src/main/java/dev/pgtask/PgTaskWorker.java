@@ -171,6 +171,7 @@ public final class PgTaskWorker implements AutoCloseable {
     private Integer tenantLockNamespace;
     private String workerId;
     private ObjectMapper objectMapper;
+    private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -310,6 +311,12 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
+    /** Where to report metrics (default: nowhere; see {@code dev.pgtask.micrometer.MicrometerMetrics}). */
+    public Builder metrics(PgTaskMetrics metrics) {
+      this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
     /** Validates everything and builds the worker (not started). */
     public PgTaskWorker build() {
       List<String> errors = new ArrayList<>();
@@ -362,7 +369,7 @@ public final class PgTaskWorker implements AutoCloseable {
           Map.copyOf(handlers), concurrency, batchSize, pollInterval, taskTimeout, shutdownTimeout,
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
           listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
-          objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules());
+          objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules(), metrics);
       return new PgTaskWorker(config);
     }
 

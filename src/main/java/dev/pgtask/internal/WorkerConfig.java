@@ -1,6 +1,7 @@
 package dev.pgtask.internal;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.pgtask.PgTaskMetrics;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
@@ -29,14 +30,15 @@ public record WorkerConfig(
     Duration completedRetention,
     Duration failedRetention,
     Integer tenantLockNamespace,
-    ObjectMapper objectMapper) {
+    ObjectMapper objectMapper,
+    PgTaskMetrics metrics) {
 
   /** This configuration with the lock namespace resolved (e.g. read from pgtask.settings). */
   public WorkerConfig withTenantLockNamespace(int namespace) {
     return new WorkerConfig(workerId, dataSource, listenConnectionFactory, queues, handlers, concurrency,
         batchSize, pollInterval, taskTimeout, shutdownTimeout, leaseDuration, rescueInterval,
         tenantDeferDelay, retryBackoffBase, retryBackoffCap, listenerPingInterval, completedRetention,
-        failedRetention, namespace, objectMapper);
+        failedRetention, namespace, objectMapper, metrics);
   }
 
   /** The registered kinds, for the claim's kind filter. */

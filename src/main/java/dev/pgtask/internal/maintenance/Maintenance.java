@@ -34,6 +34,7 @@ public final class Maintenance {
   private static final Duration TENANT_REPAIR_INTERVAL = Duration.ofSeconds(1);
   private static final Duration PRUNE_INTERVAL = Duration.ofMinutes(1);
   private static final Duration HEARTBEAT_INTERVAL = Duration.ofSeconds(10);
+  private static final Duration QUEUE_SAMPLE_INTERVAL = Duration.ofSeconds(15);
   private static final Duration STALE_WORKER_AGE = Duration.ofHours(1);
   private static final int RESCUE_BATCH = 1_000;
   private static final int PRUNE_BATCH = 5_000;
@@ -61,6 +62,9 @@ public final class Maintenance {
     schedule(TENANT_REPAIR_INTERVAL, this::tenantRepairPass);
     schedule(PRUNE_INTERVAL, this::prunePass);
     schedule(HEARTBEAT_INTERVAL, heartbeat);
+    if (config.metrics() != dev.pgtask.PgTaskMetrics.NOOP) {
+      schedule(QUEUE_SAMPLE_INTERVAL, this::sampleQueues);
+    }
   }
 
   public void stop() {
@@ -94,6 +98,7 @@ public final class Maintenance {
         tx -> MaintenanceQueries.rescueExpired(tx, RESCUE_BATCH));
     if (n > 0) {
       stats.rescued.addAndGet(n);
+      config.metrics().rescued(n);
       log.info("pgtask: rescued {} task(s) of lost workers", n);
       wakeProducer.run();
     }
@@ -115,6 +120,15 @@ public final class Maintenance {
       WorkerQueries.pruneStale(tx, STALE_WORKER_AGE);
       return MaintenanceQueries.pruneFinished(tx, config.completedRetention(), config.failedRetention(), PRUNE_BATCH);
     });
+  }
+
+  /** Samples the worker's queues (ready tasks and lag) into the metrics. */
+  public void sampleQueues() {
+    var samples = MaintenanceQueries.sampleQueues(Sql.using(config.dataSource()), config.queues());
+    for (String q : config.queues()) {
+      var s = samples.get(q);
+      config.metrics().queueSampled(q, s == null ? 0 : s.available(), s == null ? Duration.ZERO : s.lag());
+    }
   }
 
   private int inPassTransaction(int key, ToIntFunction<DSLContext> pass) {

@@ -113,6 +113,7 @@ public final class Listener {
         connection = c;
         if (!first) {
           reconnects.incrementAndGet();
+          config.metrics().listenerReconnected();
           log.info("pgtask listener reconnected");
         }
         first = false;

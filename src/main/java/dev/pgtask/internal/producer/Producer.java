@@ -105,6 +105,20 @@ public final class Producer {
     }
   }
 
+  private void reportClaims(List<Claimed> tasks) {
+    if (config.metrics() == dev.pgtask.PgTaskMetrics.NOOP) {
+      return;
+    }
+    java.util.Map<String, Integer> perQueue = new java.util.HashMap<>();
+    for (Claimed t : tasks) {
+      perQueue.merge(t.queue(), 1, Integer::sum);
+      if (t.attempt() == 1) {
+        config.metrics().startLatency(t.queue(), t.kind(), java.time.Duration.between(t.runAt(), t.claimedAt()));
+      }
+    }
+    perQueue.forEach(config.metrics()::claimed);
+  }
+
   private void drain() throws InterruptedException {
     while (running) {
       int reserved = executor.reserve(config.batchSize());
@@ -118,6 +132,9 @@ public final class Producer {
             config.workerId(), config.leaseDuration());
         List<Claimed> tasks = claim.tasks();
         stats.claimed.addAndGet(tasks.size());
+        if (!tasks.isEmpty()) {
+          reportClaims(tasks);
+        }
         for (Claimed t : tasks) {
           used++;
           executor.submit(t);

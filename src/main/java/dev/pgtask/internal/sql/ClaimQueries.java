@@ -35,7 +35,7 @@ public final class ClaimQueries {
 
   /** A claimed task, as the executor needs it. */
   public record Claimed(long id, String kind, String queue, JSONB payload, Integer tenantId,
-      String tenant, int attempt, int maxAttempts, Instant claimedAt) {}
+      String tenant, int attempt, int maxAttempts, Instant runAt, Instant claimedAt) {}
 
   /** The claim's result: the tasks, and how many rows the locking select returned. */
   public record Claim(List<Claimed> tasks, int locked) {}
@@ -95,14 +95,14 @@ public final class ClaimQueries {
         .from(picked)
         .where(TASK.ID.eq(pId))
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, pTenantName,
-            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.ATTEMPTED_AT, lockedCount)
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, lockedCount)
         .fetch();
     List<Claimed> tasks = new ArrayList<>(rows.size());
     int lockedRows = rows.isEmpty() ? 0 : rows.get(0).get(lockedCount);
     for (Record r : rows) {
       tasks.add(new Claimed(r.get(TASK.ID), r.get(TASK.KIND), r.get(TASK.QUEUE), r.get(TASK.PAYLOAD),
           r.get(TASK.TENANT_ID), r.get(pTenantName), r.get(TASK.ATTEMPT), r.get(TASK.MAX_ATTEMPTS),
-          r.get(TASK.ATTEMPTED_AT)));
+          r.get(TASK.RUN_AT), r.get(TASK.ATTEMPTED_AT)));
     }
     return new Claim(tasks, lockedRows);
   }

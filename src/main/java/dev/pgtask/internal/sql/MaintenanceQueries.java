@@ -94,6 +94,29 @@ public final class MaintenanceQueries {
         .value1();
   }
 
+  /** Ready tasks of a queue and the age of the oldest. */
+  public record QueueSample(long available, Duration lag) {}
+
+  /**
+   * Counts ready (claimable) tasks per queue, with the age of the oldest, over the claimable index.
+   * Locks: none.
+   */
+  public static java.util.Map<String, QueueSample> sampleQueues(DSLContext dsl, java.util.List<String> queues) {
+    Field<java.time.Instant> oldest = DSL.min(TASK.RUN_AT);
+    java.util.Map<String, QueueSample> out = new java.util.HashMap<>();
+    for (var r : dsl.select(TASK.QUEUE, DSL.count(), oldest, DSL.currentInstant())
+        .from(TASK)
+        .where(TASK.STATE.in(TaskState.available, TaskState.retryable))
+        .and(TASK.BLOCKED.isFalse())
+        .and(TASK.QUEUE.in(queues))
+        .and(TASK.RUN_AT.le(DSL.currentInstant()))
+        .groupBy(TASK.QUEUE)
+        .fetch()) {
+      out.put(r.value1(), new QueueSample(r.value2(), Duration.between(r.value3(), r.value4())));
+    }
+    return out;
+  }
+
   /**
    * Deletes finished tasks older than their retention, at most {@code limit} per call.
    * Locks: the deleted rows.
