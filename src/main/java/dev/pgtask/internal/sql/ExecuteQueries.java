@@ -73,11 +73,46 @@ public final class ExecuteQueries {
 
   /** Marks the task completed. Locks: the task row (already held by the execution). */
   public static int complete(DSLContext tx, Fence f) {
-    return tx.update(TASK)
+    return completeAll(tx, java.util.List.of(f));
+  }
+
+  /**
+   * Marks several tasks of one owner completed in one statement, each fenced by its attempt.
+   * Locks: the task rows (already held by a transactional execution; plain-mode tasks are
+   * unlocked and only the fence protects them).
+   */
+  public static int completeAll(DSLContext dsl, java.util.List<Fence> fences) {
+    if (fences.isEmpty()) {
+      return 0;
+    }
+    String owner = fences.get(0).owner();
+    java.util.List<org.jooq.Row2<Long, Integer>> rows = new java.util.ArrayList<>(fences.size());
+    for (Fence f : fences) {
+      rows.add(DSL.row(f.id(), f.attempt()));
+    }
+    return dsl.update(TASK)
         .set(TASK.STATE, TaskState.completed)
         .set(TASK.FINISHED_AT, clockTimestamp())
         .setNull(TASK.LEASE_UNTIL)
-        .where(fenced(f))
+        .where(DSL.row(TASK.ID, TASK.ATTEMPT).in(rows))
+        .and(TASK.STATE.eq(TaskState.running))
+        .and(TASK.OWNER.eq(owner))
+        .execute();
+  }
+
+  /**
+   * Extends the claim lease of tasks this worker holds without a transaction (plain-mode tasks,
+   * claimed tasks waiting to start). Locks: those rows, briefly.
+   */
+  public static int extendLeases(DSLContext dsl, String owner, java.util.Collection<Long> ids, Duration lease) {
+    if (ids.isEmpty()) {
+      return 0;
+    }
+    return dsl.update(TASK)
+        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
+        .where(TASK.ID.in(ids))
+        .and(TASK.STATE.eq(TaskState.running))
+        .and(TASK.OWNER.eq(owner))
         .execute();
   }
 
