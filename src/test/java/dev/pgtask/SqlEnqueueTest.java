@@ -367,12 +367,14 @@ class SqlEnqueueTest {
     }
   }
 
+  /** The bad inputs that are bad in a batch too (a NULL array element there means "the default"). */
+  static Stream<Bad> badBatchInputs() {
+    return badInputs().filter(b -> !b.nullMeansDefaultInBatch());
+  }
+
   @ParameterizedTest(name = "{0}")
-  @MethodSource("badInputs")
+  @MethodSource("badBatchInputs")
   void enqueueBatchRejectsTheWholeBatchNamingThePositionOfTheBadTask(Bad bad) throws Exception {
-    if (bad.nullMeansDefaultInBatch()) {
-      return; // a NULL element in a batch array means "the default", covered by the happy-path tests
-    }
     try (Connection c = db.connect()) {
       long tasksBefore = taskCount(c);
       long tenantsBefore = tenantCount(c);
