@@ -394,7 +394,9 @@ BEGIN
     FROM (SELECT DISTINCT x AS name FROM unnest(tenants) x WHERE x IS NOT NULL ORDER BY 1) t;
   END IF;
 
-  -- 3. insert with ids drawn up front, so each input row knows its id
+  -- 3. insert with ids drawn up front, so each input row knows its id. Rows with a dedupe key go
+  --    first, in key order: an insert waits on a concurrent uncommitted holder of its key, so two
+  --    batches sharing keys must take them in one order or they deadlock.
   WITH input AS MATERIALIZED (
     SELECT u.ord::integer AS ord, nextval('pgtask.task_id_seq'::regclass) AS id, u.kind,
            coalesce(u.payload, '{}') AS payload, coalesce(u.queue, 'default') AS queue,
@@ -407,7 +409,7 @@ BEGIN
   ), ins AS (
     INSERT INTO pgtask.task (id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, dedupe_key)
     SELECT i.id, i.kind, i.payload, i.queue, i.tenant_id, i.run_at, i.priority, i.max_attempts, i.dedupe_key
-    FROM input i ORDER BY i.ord
+    FROM input i ORDER BY i.dedupe_key NULLS LAST, i.ord
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('available', 'retryable', 'running')
     DO NOTHING
     RETURNING id
