@@ -190,13 +190,16 @@ CREATE TRIGGER task_before_insert_tenant
   EXECUTE FUNCTION pgtask.task_before_insert_tenant();
 
 -- Hands a tenant's head to its next waiting task when the tenant has no head that is running
--- or due. Locks the promoted row (SKIP LOCKED: a row locked by someone else is passed over).
--- Returns the promoted task's queue, or NULL.
+-- or due. When the tenant has no head at all, the next waiting task in (priority, run_at, id)
+-- order is promoted; when its heads are all scheduled for later, only a waiting task that is
+-- already due is. Locks the promoted row (SKIP LOCKED: a row locked by someone else is passed
+-- over) and wakes its queue. Returns the promoted task's queue, or NULL.
 CREATE FUNCTION pgtask.promote_tenant(p_tenant_id integer) RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+  v_has_head boolean;
   v_queue text;
 BEGIN
   IF EXISTS (
@@ -205,10 +208,13 @@ BEGIN
         AND (h.state = 'running' OR (h.state IN ('available', 'retryable') AND h.run_at <= now()))) THEN
     RETURN NULL;
   END IF;
+  v_has_head := EXISTS (
+      SELECT 1 FROM pgtask.task h
+      WHERE h.tenant_id = p_tenant_id AND NOT h.blocked AND h.state IN ('available', 'retryable'));
   UPDATE pgtask.task t SET blocked = false
   WHERE t.id = (
       SELECT w.id FROM pgtask.task w
-      WHERE w.tenant_id = p_tenant_id AND w.blocked
+      WHERE w.tenant_id = p_tenant_id AND w.blocked AND (NOT v_has_head OR w.run_at <= now())
       ORDER BY w.priority, w.run_at, w.id
       LIMIT 1
       FOR UPDATE SKIP LOCKED)

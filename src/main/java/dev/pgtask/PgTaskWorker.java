@@ -1,0 +1,381 @@
+package dev.pgtask;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.internal.HandlerEntry;
+import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.WorkerRuntime;
+import java.net.InetAddress;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+
+/**
+ * A worker: wakes on {@code LISTEN} (falling back to polling), claims batches of tasks with
+ * {@code FOR UPDATE SKIP LOCKED}, and runs each task in its own transaction, guarded by its
+ * tenant's transaction-scoped advisory lock. Run one per process (or more, for separate queues).
+ *
+ * <pre>{@code
+ * PgTaskWorker worker = PgTaskWorker.builder(dataSource)
+ *     .queues("default")
+ *     .concurrency(10)
+ *     .handler("invoice.send", SendInvoice.class, (ctx, invoice) -> {
+ *       ctx.dsl().insertInto(...).execute(); // commits together with the task's completion
+ *     })
+ *     .build();
+ * worker.start();
+ * ...
+ * worker.close(); // graceful: stop claiming, finish running tasks until the shutdown timeout
+ * }</pre>
+ */
+public final class PgTaskWorker implements AutoCloseable {
+
+  /** Default number of tasks executed at once by one worker. */
+  public static final int DEFAULT_CONCURRENCY = 10;
+  /** Default maximum number of tasks claimed by one statement. */
+  public static final int DEFAULT_BATCH_SIZE = 50;
+  /** Default polling interval, used when no notification arrives. */
+  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(5);
+  /** Default task timeout. */
+  public static final Duration DEFAULT_TASK_TIMEOUT = Duration.ofMinutes(5);
+  /** Default time running tasks get to finish on shutdown before they are interrupted. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+  /** Default claim lease: a claimed task whose worker died is rescued after this (plus the rescue interval). */
+  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofSeconds(30);
+  /** Default interval of the maintenance passes (rescue, tenant repair). */
+  public static final Duration DEFAULT_RESCUE_INTERVAL = Duration.ofSeconds(10);
+  /** Default delay before a task whose tenant lock was busy is tried again (without spending an attempt). */
+  public static final Duration DEFAULT_TENANT_DEFER_DELAY = Duration.ofSeconds(1);
+  /** Default first retry delay; doubles per attempt. */
+  public static final Duration DEFAULT_RETRY_BACKOFF_BASE = Duration.ofSeconds(1);
+  /** Default longest retry delay. */
+  public static final Duration DEFAULT_RETRY_BACKOFF_CAP = Duration.ofHours(1);
+  /** Default interval of the LISTEN connection's health check. */
+  public static final Duration DEFAULT_LISTENER_PING_INTERVAL = Duration.ofSeconds(10);
+  /** Default time completed tasks stay in the table for operators before retention deletes them. */
+  public static final Duration DEFAULT_COMPLETED_RETENTION = Duration.ofHours(24);
+  /** Default time cancelled and discarded tasks stay in the table before retention deletes them. */
+  public static final Duration DEFAULT_FAILED_RETENTION = Duration.ofDays(7);
+  /**
+   * Default first key of pgtask's two-int advisory locks: {@code pg_try_advisory_xact_lock(namespace,
+   * tenant_id)}. 0x70677461 is "pgta" in ASCII. Maintenance passes use negative second keys.
+   */
+  public static final int DEFAULT_TENANT_LOCK_NAMESPACE = 0x70677461;
+
+  private static final AtomicInteger INSTANCES = new AtomicInteger();
+
+  private final WorkerConfig config;
+  private final WorkerRuntime runtime;
+
+  private PgTaskWorker(WorkerConfig config) {
+    this.config = config;
+    this.runtime = new WorkerRuntime(config);
+  }
+
+  /** A builder for a worker that executes tasks through {@code dataSource} (a connection pool). */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /** Starts listening, claiming and executing. Returns at once. */
+  public PgTaskWorker start() {
+    runtime.start();
+    return this;
+  }
+
+  /**
+   * Stops gracefully: stops claiming, releases claimed tasks that have not started, lets running
+   * tasks finish until the shutdown timeout, then interrupts and rolls back the rest (they become
+   * available again with their attempt given back). Blocks until done. Idempotent.
+   */
+  @Override
+  public void close() {
+    runtime.shutdown();
+  }
+
+  /** This worker's id, as recorded in the tasks it claims and in {@code application_name}. */
+  public String workerId() {
+    return config.workerId();
+  }
+
+  /** The worker's resolved configuration. */
+  public WorkerConfig config() {
+    return config;
+  }
+
+  /** Counters since start (for tests, logs and the CLI). */
+  public WorkerRuntime.Stats stats() {
+    return runtime.stats();
+  }
+
+  /** Builds a {@link PgTaskWorker}; everything is validated at {@link #build()}. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private final Map<String, HandlerEntry<?>> handlers = new LinkedHashMap<>();
+    private final LinkedHashSet<String> queues = new LinkedHashSet<>();
+    private Callable<Connection> listenConnectionFactory;
+    private int concurrency = DEFAULT_CONCURRENCY;
+    private int batchSize = DEFAULT_BATCH_SIZE;
+    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+    private Duration taskTimeout = DEFAULT_TASK_TIMEOUT;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private Duration leaseDuration = DEFAULT_LEASE_DURATION;
+    private Duration rescueInterval = DEFAULT_RESCUE_INTERVAL;
+    private Duration tenantDeferDelay = DEFAULT_TENANT_DEFER_DELAY;
+    private Duration retryBackoffBase = DEFAULT_RETRY_BACKOFF_BASE;
+    private Duration retryBackoffCap = DEFAULT_RETRY_BACKOFF_CAP;
+    private Duration listenerPingInterval = DEFAULT_LISTENER_PING_INTERVAL;
+    private Duration completedRetention = DEFAULT_COMPLETED_RETENTION;
+    private Duration failedRetention = DEFAULT_FAILED_RETENTION;
+    private int tenantLockNamespace = DEFAULT_TENANT_LOCK_NAMESPACE;
+    private String workerId;
+    private ObjectMapper objectMapper;
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /** Registers a handler for raw JSON payloads. */
+    public Builder handler(String kind, TaskHandler<JsonNode> handler) {
+      return handler(kind, JsonNode.class, handler, HandlerOptions.defaults());
+    }
+
+    /** Registers a handler whose payload is deserialized to {@code type} with Jackson. */
+    public <T> Builder handler(String kind, Class<T> type, TaskHandler<T> handler) {
+      return handler(kind, type, handler, HandlerOptions.defaults());
+    }
+
+    /** Registers a handler with its own options (e.g. timeout). */
+    public <T> Builder handler(String kind, Class<T> type, TaskHandler<T> handler, HandlerOptions options) {
+      Objects.requireNonNull(kind, "kind");
+      Objects.requireNonNull(type, "type");
+      Objects.requireNonNull(handler, "handler");
+      Objects.requireNonNull(options, "options");
+      if (handlers.containsKey(kind)) {
+        throw new IllegalArgumentException("a handler for kind '" + kind + "' is already registered");
+      }
+      handlers.put(kind, new HandlerEntry<>(kind, type, handler, options));
+      return this;
+    }
+
+    /** The queues to claim from (default: {@value TaskOptions#DEFAULT_QUEUE}). */
+    public Builder queues(String... queues) {
+      this.queues.clear();
+      for (String q : queues) {
+        this.queues.add(Objects.requireNonNull(q, "queue"));
+      }
+      return this;
+    }
+
+    /** Tasks executed at once (default {@value #DEFAULT_CONCURRENCY}); the pool must have more connections. */
+    public Builder concurrency(int concurrency) {
+      this.concurrency = concurrency;
+      return this;
+    }
+
+    /** Maximum tasks per claim statement (default {@value #DEFAULT_BATCH_SIZE}). */
+    public Builder batchSize(int batchSize) {
+      this.batchSize = batchSize;
+      return this;
+    }
+
+    /** Polling interval when no notification arrives (default 5 s; jittered by up to 10%). */
+    public Builder pollInterval(Duration pollInterval) {
+      this.pollInterval = pollInterval;
+      return this;
+    }
+
+    /** Default task timeout (default 5 min); per kind with {@link HandlerOptions#withTimeout}. */
+    public Builder taskTimeout(Duration taskTimeout) {
+      this.taskTimeout = taskTimeout;
+      return this;
+    }
+
+    /** How long running tasks get to finish on {@link #close()} (default 30 s). */
+    public Builder shutdownTimeout(Duration shutdownTimeout) {
+      this.shutdownTimeout = shutdownTimeout;
+      return this;
+    }
+
+    /** Claim lease (default 30 s): see docs/failure-modes.md for the rescue bound. */
+    public Builder leaseDuration(Duration leaseDuration) {
+      this.leaseDuration = leaseDuration;
+      return this;
+    }
+
+    /** Interval of the maintenance passes: rescue and tenant repair (default 10 s). */
+    public Builder rescueInterval(Duration rescueInterval) {
+      this.rescueInterval = rescueInterval;
+      return this;
+    }
+
+    /** Delay before a task whose tenant lock was busy becomes claimable again (default 1 s). */
+    public Builder tenantDeferDelay(Duration tenantDeferDelay) {
+      this.tenantDeferDelay = tenantDeferDelay;
+      return this;
+    }
+
+    /** Retry backoff: {@code base * 2^(attempt-1)}, capped, with ±10% jitter (defaults 1 s, 1 h). */
+    public Builder retryBackoff(Duration base, Duration cap) {
+      this.retryBackoffBase = base;
+      this.retryBackoffCap = cap;
+      return this;
+    }
+
+    /** Health-check interval of the LISTEN connection (default 10 s). */
+    public Builder listenerPingInterval(Duration interval) {
+      this.listenerPingInterval = interval;
+      return this;
+    }
+
+    /**
+     * How long finished tasks stay in the table (defaults: completed 24 h; cancelled and discarded
+     * 7 days). Older ones are deleted in batches by the retention pass.
+     */
+    public Builder retention(Duration completed, Duration cancelledOrDiscarded) {
+      this.completedRetention = completed;
+      this.failedRetention = cancelledOrDiscarded;
+      return this;
+    }
+
+    /** First key of pgtask's advisory locks (default {@link #DEFAULT_TENANT_LOCK_NAMESPACE}). */
+    public Builder tenantLockNamespace(int namespace) {
+      this.tenantLockNamespace = namespace;
+      return this;
+    }
+
+    /**
+     * How to open the dedicated LISTEN connection (outside the pool). Not needed when the data
+     * source is a HikariDataSource or a pgjdbc data source: it is derived from them.
+     */
+    public Builder listenConnection(Callable<Connection> factory) {
+      this.listenConnectionFactory = Objects.requireNonNull(factory, "factory");
+      return this;
+    }
+
+    /** This worker's id (default {@code host:pid}, plus {@code #n} for the n-th worker of a JVM). */
+    public Builder workerId(String workerId) {
+      this.workerId = workerId;
+      return this;
+    }
+
+    /** The Jackson mapper for payloads (default: a new one with the modules on the classpath). */
+    public Builder objectMapper(ObjectMapper objectMapper) {
+      this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
+      return this;
+    }
+
+    /** Validates everything and builds the worker (not started). */
+    public PgTaskWorker build() {
+      List<String> errors = new ArrayList<>();
+      if (handlers.isEmpty()) {
+        errors.add("no handlers registered");
+      }
+      if (concurrency < 1 || concurrency > 1000) {
+        errors.add("concurrency must be 1..1000, was " + concurrency);
+      }
+      if (batchSize < 1 || batchSize > 10_000) {
+        errors.add("batchSize must be 1..10000, was " + batchSize);
+      }
+      requirePositive(errors, "pollInterval", pollInterval);
+      requirePositive(errors, "taskTimeout", taskTimeout);
+      requireNotNegative(errors, "shutdownTimeout", shutdownTimeout);
+      requirePositive(errors, "leaseDuration", leaseDuration);
+      requirePositive(errors, "rescueInterval", rescueInterval);
+      requireNotNegative(errors, "tenantDeferDelay", tenantDeferDelay);
+      requireNotNegative(errors, "retryBackoff base", retryBackoffBase);
+      requirePositive(errors, "retryBackoff cap", retryBackoffCap);
+      requirePositive(errors, "listenerPingInterval", listenerPingInterval);
+      requireNotNegative(errors, "completed retention", completedRetention);
+      requireNotNegative(errors, "failed retention", failedRetention);
+      List<String> queueList = new ArrayList<>(queues.isEmpty() ? List.of(TaskOptions.DEFAULT_QUEUE) : queues);
+      for (String q : queueList) {
+        if (q.isEmpty() || q.length() > 128 || !q.matches("[A-Za-z0-9_.:-]+")) {
+          errors.add("queue '" + q + "' is invalid: 1 to 128 letters, digits or _ . : -");
+        }
+      }
+      for (String kind : handlers.keySet()) {
+        if (kind.isEmpty() || kind.length() > 255) {
+          errors.add("kind '" + kind + "' is invalid: 1 to 255 characters");
+        }
+      }
+      if (dataSource instanceof HikariDataSource h && h.getMaximumPoolSize() < concurrency + 1) {
+        errors.add("the connection pool has " + h.getMaximumPoolSize() + " connections; concurrency "
+            + concurrency + " needs at least " + (concurrency + 1)
+            + " (one per executing task, one for claims and maintenance)");
+      }
+      Callable<Connection> listen = listenConnectionFactory != null ? listenConnectionFactory : deriveListen(dataSource);
+      if (listen == null) {
+        errors.add("cannot derive the LISTEN connection from a " + dataSource.getClass().getName()
+            + ": give listenConnection(...)");
+      }
+      if (!errors.isEmpty()) {
+        throw new IllegalArgumentException("pgtask worker: " + String.join("; ", errors));
+      }
+      String id = workerId != null ? workerId : defaultWorkerId();
+      WorkerConfig config = new WorkerConfig(id, dataSource, listen, List.copyOf(queueList),
+          Map.copyOf(handlers), concurrency, batchSize, pollInterval, taskTimeout, shutdownTimeout,
+          leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
+          listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
+          objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules());
+      return new PgTaskWorker(config);
+    }
+
+    private static void requirePositive(List<String> errors, String name, Duration d) {
+      if (d == null || d.isNegative() || d.isZero()) {
+        errors.add(name + " must be positive, was " + d);
+      }
+    }
+
+    private static void requireNotNegative(List<String> errors, String name, Duration d) {
+      if (d == null || d.isNegative()) {
+        errors.add(name + " must not be negative, was " + d);
+      }
+    }
+
+    private static Callable<Connection> deriveListen(DataSource ds) {
+      if (ds instanceof HikariDataSource h && h.getJdbcUrl() != null) {
+        Properties props = new Properties();
+        props.putAll(h.getDataSourceProperties());
+        if (h.getUsername() != null) {
+          props.setProperty("user", h.getUsername());
+        }
+        if (h.getPassword() != null) {
+          props.setProperty("password", h.getPassword());
+        }
+        String url = h.getJdbcUrl();
+        return () -> DriverManager.getConnection(url, props);
+      }
+      if (ds instanceof org.postgresql.ds.common.BaseDataSource) {
+        return ds::getConnection; // pgjdbc's own data sources are unpooled
+      }
+      return null;
+    }
+
+    private static String defaultWorkerId() {
+      String host;
+      try {
+        host = InetAddress.getLocalHost().getHostName();
+      } catch (Exception e) {
+        host = "unknown";
+      }
+      if (host.length() > 24) {
+        host = host.substring(0, 24);
+      }
+      String pid = String.valueOf(ProcessHandle.current().pid());
+      int n = INSTANCES.incrementAndGet();
+      return host + ":" + pid + (n > 1 ? "#" + n : "");
+    }
+  }
+}

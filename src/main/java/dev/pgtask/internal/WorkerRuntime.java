@@ -1,0 +1,86 @@
+package dev.pgtask.internal;
+
+import dev.pgtask.internal.executor.Executor;
+import dev.pgtask.internal.maintenance.Maintenance;
+import dev.pgtask.internal.notifier.Listener;
+import dev.pgtask.internal.producer.Producer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Wires the listener, producer, executor and maintenance of one worker, and runs its lifecycle. */
+public final class WorkerRuntime {
+
+  private static final Logger log = LoggerFactory.getLogger(WorkerRuntime.class);
+
+  /** Counters since start. */
+  public record Stats(long claimed, long claimQueries, long completed, long retried, long discarded,
+      long cancelled, long deferred, long released, long rescued, long listenerReconnects) {}
+
+  private final WorkerConfig config;
+  private final WorkerStats stats = new WorkerStats();
+  private final Executor executor;
+  private final Producer producer;
+  private final Listener listener;
+  private final Maintenance maintenance;
+  private final Object lifecycle = new Object();
+  private boolean started;
+  private boolean stopped;
+
+  public WorkerRuntime(WorkerConfig config) {
+    this.config = config;
+    this.executor = new Executor(config, stats);
+    this.producer = new Producer(config, stats, executor);
+    this.listener = new Listener(config, producer::wake, executor::cancel);
+    this.maintenance = new Maintenance(config, stats, producer::wake);
+  }
+
+  public void start() {
+    synchronized (lifecycle) {
+      if (started) {
+        throw new IllegalStateException("pgtask worker " + config.workerId() + " was already started");
+      }
+      started = true;
+      producer.start();
+      listener.start();
+      maintenance.start();
+      log.info("pgtask worker {} started: queues {}, concurrency {}, kinds {}", config.workerId(),
+          config.queues(), config.concurrency(), config.kinds());
+    }
+  }
+
+  public void shutdown() {
+    synchronized (lifecycle) {
+      if (!started || stopped) {
+        return;
+      }
+      stopped = true;
+      log.info("pgtask worker {} stopping: {} task(s) in flight", config.workerId(), executor.inFlight());
+      producer.stop();
+      listener.stop();
+      maintenance.stop();
+      executor.shutdown(config.shutdownTimeout());
+      log.info("pgtask worker {} stopped", config.workerId());
+    }
+  }
+
+  /** The executor (tests and operations: running task ids, cancel). */
+  public Executor executor() {
+    return executor;
+  }
+
+  /** The maintenance passes, to run one on demand. */
+  public Maintenance maintenance() {
+    return maintenance;
+  }
+
+  /** Wakes the producer as a notification would. */
+  public void wake() {
+    producer.wake();
+  }
+
+  public Stats stats() {
+    return new Stats(stats.claimed.get(), stats.claimQueries.get(), stats.completed.get(),
+        stats.retried.get(), stats.discarded.get(), stats.cancelled.get(), stats.deferred.get(),
+        stats.released.get(), stats.rescued.get(), listener.reconnects());
+  }
+}
