@@ -22,6 +22,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.time.Duration;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -124,6 +126,31 @@ class DedupeTest {
         assertThat(all.stream().map(m -> m.get(k)).distinct()).as("ids returned for key %s", k).hasSize(1);
         assertThat(tasksWithKey(k)).as("tasks stored for key %s", k).isEqualTo(1);
       }
+    }
+  }
+
+  @Test
+  void anEnqueuerWaitsForAnUncommittedHolderAndInsertsWhenTheHolderRollsBack() throws Exception {
+    String key = "rolled-back-holder";
+    try (Connection holder = db.connect()) {
+      holder.setAutoCommit(false);
+      long heldId = queryLong(holder, "SELECT pgtask.enqueue(kind => 'holder', dedupe_key => '" + key + "')");
+      Future<Long> waiter = pool.submit(() -> pgtask.enqueue(
+          NewTask.of("waiter", Map.of(), TaskOptions.defaults().withDedupeKey(key))));
+      // the waiter blocks on the holder's uncommitted row: wait for it to be waiting on a lock
+      Awaitility.await("the second enqueuer waits on the holder's transaction").atMost(Duration.ofSeconds(10))
+          .until(() -> {
+            try (Connection c = db.connect()) {
+              return queryLong(c, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                  + "AND wait_event_type = 'Lock' AND query LIKE '%enqueue%'") == 1;
+            }
+          });
+      assertThat(waiter).as("the second enqueuer, while the holder is uncommitted").isNotDone();
+      holder.rollback();
+      long waiterId = waiter.get(10, TimeUnit.SECONDS);
+      assertThat(waiterId).as("id the waiter got after the holder rolled back").isNotEqualTo(heldId);
+      assertThat(idOfKey(key)).as("the task holding the key").isEqualTo(waiterId);
+      assertThat(tasksWithKey(key)).as("tasks stored for the key").isEqualTo(1);
     }
   }
 

@@ -123,6 +123,18 @@ class NotifyTest {
         .isEmpty();
   }
 
+  @Test
+  void handingATenantsHeadToAWaitingTaskWakesThatTasksQueue() throws Exception {
+    long head = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("head-q").withTenant("handoff")));
+    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("waiting-q").withTenant("handoff")));
+    assertThat(notificationsUntilFence()).as("notifications for a head and a waiting task").containsExactly("pgtask:head-q");
+    try (Connection c = db.connect()) {
+      exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id = " + head);
+    }
+    assertThat(notificationsUntilFence()).as("notifications when the head completed and the waiting task took over")
+        .containsExactly("pgtask:waiting-q");
+  }
+
   /**
    * Commits a fence enqueue and returns "channel:payload" of every notification received before
    * the fence's, failing if the fence does not arrive within {@link #WAIT_MILLIS}.
