@@ -326,6 +326,7 @@ class SqlEnqueueTest {
         try (ResultSet rs = ps.executeQuery()) {
           assertThat(rs.next()).isTrue();
           assertThat(rs.getString(1)).as("kind of task 2").isEqualTo("b");
+          assertThat(rs.getString(2)).as("a NULL payload element takes the default").isEqualTo("{}");
           assertThat(rs.getString(3)).as("a NULL queue element takes the default").isEqualTo("default");
           assertThat(rs.getString(4)).as("tenant of task 2").isEqualTo("acme");
           assertThat(rs.getInt(5)).as("a NULL max_attempts element takes the default").isEqualTo(25);

@@ -98,6 +98,23 @@ class TenantHeadsTest {
     }
   }
 
+  @Test
+  void tenantIdsComeFromTheRegistryAndAKnownTenantBurnsNoId() throws Exception {
+    try (Connection c = db.connect()) {
+      enqueue(c, "registry-a", "now()", 0);
+      long a = queryLong(c, "SELECT id FROM pgtask.tenant WHERE name = 'registry-a'");
+      for (int i = 0; i < 3; i++) {
+        enqueue(c, "registry-a", "now()", 0);
+      }
+      queryLong(c, "SELECT count(*) FROM pgtask.enqueue_batch(kinds => ARRAY['k', 'k'], tenants => ARRAY['registry-a', 'registry-a'])");
+      enqueue(c, "registry-b", "now()", 0);
+      long b = queryLong(c, "SELECT id FROM pgtask.tenant WHERE name = 'registry-b'");
+      assertThat(b).as("registry id of the next new tenant after re-using registry-a five times").isEqualTo(a + 1);
+      assertThat(queryLong(c, "SELECT count(DISTINCT tenant_id) FROM pgtask.task t JOIN pgtask.tenant n ON n.id = t.tenant_id "
+          + "WHERE n.name = 'registry-a'")).as("registry ids used by registry-a's tasks").isEqualTo(1);
+    }
+  }
+
   private static long enqueue(Connection c, String tenant, String runAtExpression, int priority) throws SQLException {
     return queryLong(c, "SELECT pgtask.enqueue(kind => 'k', tenant => '" + tenant + "', run_at => " + runAtExpression
         + ", priority => " + priority + ")");
