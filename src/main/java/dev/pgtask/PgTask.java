@@ -130,7 +130,19 @@ public final class PgTask {
    * invalid task rejects the whole batch ({@link InvalidTaskException} names its position).
    */
   public List<Long> enqueueAll(List<NewTask> tasks) {
-    return enqueueAllWith(dsl, tasks);
+    Objects.requireNonNull(tasks, "tasks");
+    if (tasks.isEmpty()) {
+      return List.of();
+    }
+    // one transaction: a delay is added to the database's now() read in the same transaction that
+    // inserts, so run_at - created_at equals the delay exactly
+    try {
+      return dsl.transactionResult(cfg -> enqueueAllWith(cfg.dsl(), tasks));
+    } catch (PgTaskException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw Sql.translate("enqueue batch", e);
+    }
   }
 
   /** Enqueues a batch inside the caller's transaction on {@code tx}. */
@@ -237,6 +249,12 @@ public final class PgTask {
   private EnqueueQueries.Row toRow(NewTask task, int index) {
     Objects.requireNonNull(task, "task");
     TaskOptions o = task.options();
+    if (o.queue() == null) {
+      // pgtask.enqueue rejects a NULL queue while enqueue_batch reads a NULL element as "default":
+      // reject it here so a task is treated alike alone and in a batch
+      throw new InvalidTaskException("task_queue_format", "pgtask: invalid task"
+          + (index < 0 ? "" : " (task " + (index + 1) + " of the batch)") + ": queue must not be empty");
+    }
     return new EnqueueQueries.Row(task.kind(), payloadJson(task.payload(), index), o.queue(),
         o.tenant(), o.runAt(), o.delay(), o.priority(), o.maxAttempts(), o.dedupeKey());
   }
