@@ -1,6 +1,5 @@
 package dev.pgtask.cli;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.net.URLDecoder;
 import java.net.URLEncoder;
@@ -241,29 +240,25 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
   }
 
   /**
-   * A HikariCP pool over these settings. Every connection it opens carries {@code applicationName}
-   * (set as pgjdbc's {@code ApplicationName}, so the LISTEN connection a worker derives from the
-   * pool carries it too).
+   * A HikariCP pool over these settings, started lazily by its first {@code getConnection()} (call
+   * {@link #checkReachable} first for a one-line error). Every connection it opens carries
+   * {@code applicationName} (pgjdbc's {@code ApplicationName}; a worker's LISTEN connection, derived
+   * from the pool's settings, carries it too).
    */
   public HikariDataSource openPool(String poolName, int maxSize, String applicationName) {
-    HikariConfig config = new HikariConfig();
-    config.setPoolName(poolName);
-    config.setJdbcUrl(jdbcUrl);
+    HikariDataSource pool = new HikariDataSource();
+    pool.setPoolName(poolName);
+    pool.setJdbcUrl(jdbcUrl);
     if (user != null) {
-      config.setUsername(user);
+      pool.setUsername(user);
     }
     if (password != null) {
-      config.setPassword(password);
+      pool.setPassword(password);
     }
-    config.setMaximumPoolSize(maxSize);
-    config.setMinimumIdle(Math.min(2, maxSize));
-    config.addDataSourceProperty("ApplicationName", applicationName);
-    try {
-      return new HikariDataSource(config);
-    } catch (RuntimeException e) {
-      SQLException sql = Main.findCause(e, SQLException.class);
-      throw sql != null ? cannotConnect(sql) : e;
-    }
+    pool.setMaximumPoolSize(Math.max(1, maxSize));
+    pool.setMinimumIdle(Math.min(2, Math.max(1, maxSize)));
+    pool.addDataSourceProperty("ApplicationName", applicationName);
+    return pool;
   }
 
   private static String targetServerType(String v, String uri, String source) {
