@@ -34,8 +34,7 @@ import java.util.Properties;
 public record ConnectionSettings(String jdbcUrl, String user, String password, String source) {
 
   private static final String JDBC_PREFIX = "jdbc:postgresql:";
-  private static final String HINT =
-      "point pgtask at a server with --url jdbc:postgresql://HOST:PORT/DB, PGTASK_URL or PGHOST/PGPORT/PGUSER/PGDATABASE";
+  private static final String HINT = "to use another server, set --url, PGTASK_URL or PGHOST/PGPORT/PGUSER/PGDATABASE";
 
   /** Resolves from the command line option, this process's environment and OS user. */
   public static ConnectionSettings resolve(String urlOption) {
@@ -236,7 +235,8 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
   public CliException cannotConnect(Throwable cause) {
     String msg = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
     return new CliException(ExitCodes.CANNOT_CONNECT,
-        "cannot connect to " + describe() + " (from " + source + "): " + Main.oneLine(msg) + "; " + HINT, cause);
+        "cannot connect to " + describe() + " (from " + source + "): " + Main.oneLine(msg).replaceAll("[.\\s]+$", "")
+            + "; " + HINT, cause);
   }
 
   /**
