@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.pgtask.internal.sql.EnqueueQueries;
+import dev.pgtask.internal.sql.OperationQueries;
 import dev.pgtask.internal.sql.Sql;
 import java.sql.Connection;
 import java.util.ArrayList;
@@ -129,7 +130,19 @@ public final class PgTask {
    * invalid task rejects the whole batch ({@link InvalidTaskException} names its position).
    */
   public List<Long> enqueueAll(List<NewTask> tasks) {
-    return enqueueAllWith(dsl, tasks);
+    Objects.requireNonNull(tasks, "tasks");
+    if (tasks.isEmpty()) {
+      return List.of();
+    }
+    // one transaction: a delay is added to the database's now() read in the same transaction that
+    // inserts, so run_at - created_at equals the delay exactly
+    try {
+      return dsl.transactionResult(cfg -> enqueueAllWith(cfg.dsl(), tasks));
+    } catch (PgTaskException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw Sql.translate("enqueue batch", e);
+    }
   }
 
   /** Enqueues a batch inside the caller's transaction on {@code tx}. */
@@ -142,6 +155,73 @@ public final class PgTask {
   public List<Long> enqueueAll(DSLContext tx, List<NewTask> tasks) {
     Objects.requireNonNull(tx, "tx");
     return enqueueAllWith(tx, tasks);
+  }
+
+  // ---- operations on one task ----
+
+  /**
+   * Cancels a task. A queued task is cancelled at once ({@link CancelResult#CANCELLED}); for a
+   * running task its worker is told to interrupt the handler and roll back
+   * ({@link CancelResult#CANCEL_REQUESTED}).
+   *
+   * @throws TaskNotFoundException no such task
+   * @throws TaskStateException the task is already finished
+   * @throws TaskBusyException another transaction holds the task right now
+   */
+  public CancelResult cancel(long taskId) {
+    try {
+      String r = OperationQueries.cancelTask(dsl, taskId);
+      return "cancelled".equals(r) ? CancelResult.CANCELLED : CancelResult.CANCEL_REQUESTED;
+    } catch (RuntimeException e) {
+      throw Sql.translate("cancel", e);
+    }
+  }
+
+  /**
+   * Makes a retryable, discarded or cancelled task available now, with at least one attempt left.
+   *
+   * @throws TaskBusyException the task is running ("task N is running on worker W since T")
+   * @throws TaskStateException the task is not failed or cancelled
+   * @throws TaskNotFoundException no such task
+   */
+  public void retry(long taskId) {
+    try {
+      OperationQueries.retryTask(dsl, taskId);
+    } catch (RuntimeException e) {
+      throw Sql.translate("retry", e);
+    }
+  }
+
+  /**
+   * Deletes a task that is not running.
+   *
+   * @throws TaskBusyException the task is running
+   * @throws TaskNotFoundException no such task
+   */
+  public void delete(long taskId) {
+    try {
+      OperationQueries.deleteTask(dsl, taskId);
+    } catch (RuntimeException e) {
+      throw Sql.translate("delete", e);
+    }
+  }
+
+  /**
+   * Changes the payload, run time and/or priority of a queued task (scheduled, available or
+   * retryable); {@code null} arguments leave a field as it is. The payload follows the enqueue
+   * rules.
+   *
+   * @throws TaskBusyException the task is running
+   * @throws TaskStateException the task is finished
+   * @throws InvalidTaskException the new payload is invalid
+   */
+  public void update(long taskId, Object payload, java.time.Instant runAt, Integer priority) {
+    String json = payload == null ? null : payloadJson(payload, -1);
+    try {
+      OperationQueries.updateTask(dsl, taskId, json, runAt, priority);
+    } catch (RuntimeException e) {
+      throw Sql.translate("update", e);
+    }
   }
 
   private long enqueueWith(DSLContext ctx, NewTask task) {
@@ -169,6 +249,12 @@ public final class PgTask {
   private EnqueueQueries.Row toRow(NewTask task, int index) {
     Objects.requireNonNull(task, "task");
     TaskOptions o = task.options();
+    if (o.queue() == null) {
+      // pgtask.enqueue rejects a NULL queue while enqueue_batch reads a NULL element as "default":
+      // reject it here so a task is treated alike alone and in a batch
+      throw new InvalidTaskException("task_queue_format", "pgtask: invalid task"
+          + (index < 0 ? "" : " (task " + (index + 1) + " of the batch)") + ": queue must not be empty");
+    }
     return new EnqueueQueries.Row(task.kind(), payloadJson(task.payload(), index), o.queue(),
         o.tenant(), o.runAt(), o.delay(), o.priority(), o.maxAttempts(), o.dedupeKey());
   }

@@ -63,20 +63,26 @@ public final class PgTaskWorker implements AutoCloseable {
   public static final Duration DEFAULT_RETRY_BACKOFF_CAP = Duration.ofHours(1);
   /** Default interval of the LISTEN connection's health check. */
   public static final Duration DEFAULT_LISTENER_PING_INTERVAL = Duration.ofSeconds(10);
+  /** Default time completed tasks stay in the table for operators before retention deletes them. */
+  public static final Duration DEFAULT_COMPLETED_RETENTION = Duration.ofHours(24);
+  /** Default time cancelled and discarded tasks stay in the table before retention deletes them. */
+  public static final Duration DEFAULT_FAILED_RETENTION = Duration.ofDays(7);
   /**
-   * Default first key of pgtask's two-int advisory locks: {@code pg_try_advisory_xact_lock(namespace,
-   * tenant_id)}. 0x70677461 is "pgta" in ASCII. Maintenance passes use negative second keys.
+   * The first key of pgtask's two-int advisory locks as shipped: {@code pg_try_advisory_xact_lock(namespace,
+   * tenant_id)}. 0x70677461 is "pgta" in ASCII. Workers read the namespace from
+   * {@code pgtask.settings.lock_namespace} (this value unless changed there), so the views find the
+   * locks; maintenance passes use negative second keys.
    */
   public static final int DEFAULT_TENANT_LOCK_NAMESPACE = 0x70677461;
 
   private static final AtomicInteger INSTANCES = new AtomicInteger();
 
-  private final WorkerConfig config;
-  private final WorkerRuntime runtime;
+  private final Object lifecycle = new Object();
+  private volatile WorkerConfig config;
+  private volatile WorkerRuntime runtime;
 
   private PgTaskWorker(WorkerConfig config) {
     this.config = config;
-    this.runtime = new WorkerRuntime(config);
   }
 
   /** A builder for a worker that executes tasks through {@code dataSource} (a connection pool). */
@@ -84,9 +90,25 @@ public final class PgTaskWorker implements AutoCloseable {
     return new Builder(dataSource);
   }
 
-  /** Starts listening, claiming and executing. Returns at once. */
+  /**
+   * Starts listening, claiming and executing; returns at once. Reads the lock namespace from
+   * {@code pgtask.settings} unless one was configured, and registers the worker in
+   * {@code pgtask.workers}.
+   *
+   * @throws PgTaskException when the database cannot be reached or is not migrated
+   * @throws IllegalStateException when already started
+   */
   public PgTaskWorker start() {
-    runtime.start();
+    synchronized (lifecycle) {
+      if (runtime != null) {
+        throw new IllegalStateException("pgtask worker " + config.workerId() + " was already started");
+      }
+      if (config.tenantLockNamespace() == null) {
+        config = config.withTenantLockNamespace(WorkerRuntime.readLockNamespace(config.dataSource()));
+      }
+      runtime = new WorkerRuntime(config);
+      runtime.start();
+    }
     return this;
   }
 
@@ -97,7 +119,13 @@ public final class PgTaskWorker implements AutoCloseable {
    */
   @Override
   public void close() {
-    runtime.shutdown();
+    WorkerRuntime r;
+    synchronized (lifecycle) {
+      r = runtime;
+    }
+    if (r != null) {
+      r.shutdown();
+    }
   }
 
   /** This worker's id, as recorded in the tasks it claims and in {@code application_name}. */
@@ -112,7 +140,13 @@ public final class PgTaskWorker implements AutoCloseable {
 
   /** Counters since start (for tests, logs and the CLI). */
   public WorkerRuntime.Stats stats() {
-    return runtime.stats();
+    WorkerRuntime r = runtime;
+    return r == null ? WorkerRuntime.Stats.ZERO : r.stats();
+  }
+
+  /** The running runtime (internal: tests and the CLI), or {@code null} before {@link #start()}. */
+  public WorkerRuntime runtime() {
+    return runtime;
   }
 
   /** Builds a {@link PgTaskWorker}; everything is validated at {@link #build()}. */
@@ -132,9 +166,12 @@ public final class PgTaskWorker implements AutoCloseable {
     private Duration retryBackoffBase = DEFAULT_RETRY_BACKOFF_BASE;
     private Duration retryBackoffCap = DEFAULT_RETRY_BACKOFF_CAP;
     private Duration listenerPingInterval = DEFAULT_LISTENER_PING_INTERVAL;
-    private int tenantLockNamespace = DEFAULT_TENANT_LOCK_NAMESPACE;
+    private Duration completedRetention = DEFAULT_COMPLETED_RETENTION;
+    private Duration failedRetention = DEFAULT_FAILED_RETENTION;
+    private Integer tenantLockNamespace;
     private String workerId;
     private ObjectMapper objectMapper;
+    private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -233,7 +270,21 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
-    /** First key of pgtask's advisory locks (default {@link #DEFAULT_TENANT_LOCK_NAMESPACE}). */
+    /**
+     * How long finished tasks stay in the table (defaults: completed 24 h; cancelled and discarded
+     * 7 days). Older ones are deleted in batches by the retention pass.
+     */
+    public Builder retention(Duration completed, Duration cancelledOrDiscarded) {
+      this.completedRetention = completed;
+      this.failedRetention = cancelledOrDiscarded;
+      return this;
+    }
+
+    /**
+     * First key of pgtask's advisory locks. Default: {@code pgtask.settings.lock_namespace}, read at
+     * start ({@link #DEFAULT_TENANT_LOCK_NAMESPACE} unless changed). Set it here only together with
+     * that setting, or the views will not find the locks.
+     */
     public Builder tenantLockNamespace(int namespace) {
       this.tenantLockNamespace = namespace;
       return this;
@@ -260,6 +311,12 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
+    /** Where to report metrics (default: nowhere; see {@code dev.pgtask.micrometer.MicrometerMetrics}). */
+    public Builder metrics(PgTaskMetrics metrics) {
+      this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
     /** Validates everything and builds the worker (not started). */
     public PgTaskWorker build() {
       List<String> errors = new ArrayList<>();
@@ -281,6 +338,8 @@ public final class PgTaskWorker implements AutoCloseable {
       requireNotNegative(errors, "retryBackoff base", retryBackoffBase);
       requirePositive(errors, "retryBackoff cap", retryBackoffCap);
       requirePositive(errors, "listenerPingInterval", listenerPingInterval);
+      requireNotNegative(errors, "completed retention", completedRetention);
+      requireNotNegative(errors, "failed retention", failedRetention);
       List<String> queueList = new ArrayList<>(queues.isEmpty() ? List.of(TaskOptions.DEFAULT_QUEUE) : queues);
       for (String q : queueList) {
         if (q.isEmpty() || q.length() > 128 || !q.matches("[A-Za-z0-9_.:-]+")) {
@@ -309,8 +368,8 @@ public final class PgTaskWorker implements AutoCloseable {
       WorkerConfig config = new WorkerConfig(id, dataSource, listen, List.copyOf(queueList),
           Map.copyOf(handlers), concurrency, batchSize, pollInterval, taskTimeout, shutdownTimeout,
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
-          listenerPingInterval, tenantLockNamespace,
-          objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules());
+          listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
+          objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules(), metrics);
       return new PgTaskWorker(config);
     }
 

@@ -1,6 +1,7 @@
 package dev.pgtask.internal;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.pgtask.PgTaskMetrics;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
@@ -26,8 +27,19 @@ public record WorkerConfig(
     Duration retryBackoffBase,
     Duration retryBackoffCap,
     Duration listenerPingInterval,
-    int tenantLockNamespace,
-    ObjectMapper objectMapper) {
+    Duration completedRetention,
+    Duration failedRetention,
+    Integer tenantLockNamespace,
+    ObjectMapper objectMapper,
+    PgTaskMetrics metrics) {
+
+  /** This configuration with the lock namespace resolved (e.g. read from pgtask.settings). */
+  public WorkerConfig withTenantLockNamespace(int namespace) {
+    return new WorkerConfig(workerId, dataSource, listenConnectionFactory, queues, handlers, concurrency,
+        batchSize, pollInterval, taskTimeout, shutdownTimeout, leaseDuration, rescueInterval,
+        tenantDeferDelay, retryBackoffBase, retryBackoffCap, listenerPingInterval, completedRetention,
+        failedRetention, namespace, objectMapper, metrics);
+  }
 
   /** The registered kinds, for the claim's kind filter. */
   public List<String> kinds() {

@@ -1,25 +1,128 @@
 package dev.pgtask.internal;
 
-/** Wires listener, producer, executor and maintenance of one worker. */
+import dev.pgtask.internal.executor.Executor;
+import dev.pgtask.internal.maintenance.Maintenance;
+import dev.pgtask.internal.notifier.Listener;
+import dev.pgtask.internal.producer.Producer;
+import dev.pgtask.PgTaskException;
+import dev.pgtask.internal.sql.Sql;
+import dev.pgtask.internal.sql.WorkerQueries;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Wires the listener, producer, executor and maintenance of one worker, and runs its lifecycle. */
 public final class WorkerRuntime {
 
+  private static final Logger log = LoggerFactory.getLogger(WorkerRuntime.class);
+
   /** Counters since start. */
-  public record Stats(long claimed, long completed, long retried, long discarded, long deferred,
-      long released, long claimQueries, long listenerReconnects) {}
+  public record Stats(long claimed, long claimQueries, long completed, long retried, long discarded,
+      long cancelled, long deferred, long released, long rescued, long listenerReconnects) {
+    /** All zero: a worker that has not started. */
+    public static final Stats ZERO = new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  }
+
+  /** Reads pgtask.settings.lock_namespace; fails clearly when the schema is missing. */
+  public static int readLockNamespace(javax.sql.DataSource dataSource) {
+    try {
+      return WorkerQueries.readLockNamespace(Sql.using(dataSource));
+    } catch (RuntimeException e) {
+      throw new PgTaskException("pgtask: cannot start the worker: reading pgtask.settings failed ("
+          + Sql.rootMessage(e) + "); is the database reachable and migrated (Migrations.apply)?", e);
+    }
+  }
 
   private final WorkerConfig config;
+  private final WorkerStats stats = new WorkerStats();
+  private final Executor executor;
+  private final Producer producer;
+  private final Listener listener;
+  private final Maintenance maintenance;
+  private final Object lifecycle = new Object();
+  private boolean started;
+  private boolean stopped;
 
   public WorkerRuntime(WorkerConfig config) {
     this.config = config;
+    this.executor = new Executor(config, stats);
+    this.producer = new Producer(config, stats, executor);
+    this.listener = new Listener(config, producer::wake, executor::cancel);
+    this.maintenance = new Maintenance(config, stats, producer::wake, this::heartbeat);
   }
 
   public void start() {
-    throw new UnsupportedOperationException("in progress");
+    synchronized (lifecycle) {
+      if (started) {
+        throw new IllegalStateException("pgtask worker " + config.workerId() + " was already started");
+      }
+      started = true;
+      register();
+      producer.start();
+      listener.start();
+      maintenance.start();
+      log.info("pgtask worker {} started: queues {}, concurrency {}, kinds {}", config.workerId(),
+          config.queues(), config.concurrency(), config.kinds());
+    }
   }
 
-  public void shutdown() {}
+  public void shutdown() {
+    synchronized (lifecycle) {
+      if (!started || stopped) {
+        return;
+      }
+      stopped = true;
+      log.info("pgtask worker {} stopping: {} task(s) in flight", config.workerId(), executor.inFlight());
+      producer.stop();
+      listener.stop();
+      maintenance.stop();
+      executor.shutdown(config.shutdownTimeout());
+      try {
+        WorkerQueries.deregister(Sql.using(config.dataSource()), config.workerId());
+      } catch (RuntimeException e) {
+        log.warn("pgtask: could not remove worker {} from the registry ({}); it expires by itself",
+            config.workerId(), e.getMessage());
+      }
+      log.info("pgtask worker {} stopped", config.workerId());
+    }
+  }
+
+  /** Registers this worker in pgtask.worker (also after its row was pruned). */
+  void register() {
+    String host;
+    try {
+      host = java.net.InetAddress.getLocalHost().getHostName();
+    } catch (Exception e) {
+      host = "unknown";
+    }
+    String version = WorkerRuntime.class.getPackage().getImplementationVersion();
+    WorkerQueries.register(Sql.using(config.dataSource()), config.workerId(), host, ProcessHandle.current().pid(),
+        version == null ? "dev" : version, config.queues(), config.kinds(), config.concurrency());
+  }
+
+  /** The executor (tests and operations: running task ids, cancel). */
+  public Executor executor() {
+    return executor;
+  }
+
+  /** The maintenance passes, to run one on demand. */
+  public Maintenance maintenance() {
+    return maintenance;
+  }
+
+  /** Wakes the producer as a notification would. */
+  public void wake() {
+    producer.wake();
+  }
+
+  private void heartbeat() {
+    if (WorkerQueries.heartbeat(Sql.using(config.dataSource()), config.workerId()) == 0) {
+      register();
+    }
+  }
 
   public Stats stats() {
-    return new Stats(0, 0, 0, 0, 0, 0, 0, 0);
+    return new Stats(stats.claimed.get(), stats.claimQueries.get(), stats.completed.get(),
+        stats.retried.get(), stats.discarded.get(), stats.cancelled.get(), stats.deferred.get(),
+        stats.released.get(), stats.rescued.get(), listener.reconnects());
   }
 }

@@ -2,6 +2,9 @@ package dev.pgtask.internal.sql;
 
 import dev.pgtask.InvalidTaskException;
 import dev.pgtask.PgTaskException;
+import dev.pgtask.TaskBusyException;
+import dev.pgtask.TaskNotFoundException;
+import dev.pgtask.TaskStateException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import javax.sql.DataSource;
@@ -42,6 +45,15 @@ public final class Sql {
     return DSL.using(connection, SQLDialect.POSTGRES, SETTINGS);
   }
 
+  /** The message of the innermost cause, for one-line reports. */
+  public static String rootMessage(Throwable t) {
+    Throwable c = t;
+    while (c.getCause() != null && c.getCause() != c) {
+      c = c.getCause();
+    }
+    return c.getMessage() != null ? c.getMessage() : c.getClass().getSimpleName();
+  }
+
   /** The SQLSTATE of the database error behind {@code t}, or {@code null}. */
   public static String sqlState(Throwable t) {
     for (Throwable c = t; c != null; c = c.getCause()) {
@@ -71,6 +83,18 @@ public final class Sql {
           return new InvalidTaskException(constraint, message);
         }
         String msg = m != null && m.getMessage() != null ? m.getMessage() : p.getMessage();
+        if (msg != null && msg.startsWith("pgtask: ")) {
+          switch (String.valueOf(state)) {
+            case "55P03":
+              return new TaskBusyException(msg, e);
+            case "P0002":
+              return new TaskNotFoundException(msg, e);
+            case "55000":
+              return new TaskStateException(msg, e);
+            default:
+              break;
+          }
+        }
         return new PgTaskException("pgtask: " + action + " failed: " + msg + " (SQLSTATE " + state + ")", e);
       }
     }

@@ -7,9 +7,11 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
+import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.records.SettingsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantRecord;
+import dev.pgtask.internal.sql.gen.tables.records.WorkerRecord;
 
 import org.jooq.TableField;
 import org.jooq.UniqueKey;
@@ -32,4 +34,5 @@ public class Keys {
     public static final UniqueKey<TaskRecord> TASK_PKEY = Internal.createUniqueKey(Task.TASK, DSL.name("task_pkey"), new TableField[] { Task.TASK.ID }, true);
     public static final UniqueKey<TenantRecord> TENANT_NAME_UNIQUE = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_name_unique"), new TableField[] { Tenant.TENANT.NAME }, true);
     public static final UniqueKey<TenantRecord> TENANT_PKEY = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_pkey"), new TableField[] { Tenant.TENANT.ID }, true);
+    public static final UniqueKey<WorkerRecord> WORKER_PKEY = Internal.createUniqueKey(Worker.WORKER, DSL.name("worker_pkey"), new TableField[] { Worker.WORKER.ID }, true);
 }

@@ -5,10 +5,16 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.Health;
+import dev.pgtask.internal.sql.gen.tables.QueueSummary;
+import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
+import dev.pgtask.internal.sql.gen.tables.TenantLocks;
+import dev.pgtask.internal.sql.gen.tables.Worker;
+import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 
 import java.time.OffsetDateTime;
@@ -123,6 +129,21 @@ public class Pgtask extends SchemaImpl {
     }
 
     /**
+     * The table <code>pgtask.health</code>.
+     */
+    public final Health HEALTH = Health.HEALTH;
+
+    /**
+     * The table <code>pgtask.queue_summary</code>.
+     */
+    public final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
+
+    /**
+     * The table <code>pgtask.running</code>.
+     */
+    public final Running RUNNING = Running.RUNNING;
+
+    /**
      * The table <code>pgtask.settings</code>.
      */
     public final Settings SETTINGS = Settings.SETTINGS;
@@ -143,6 +164,21 @@ public class Pgtask extends SchemaImpl {
     public final Tenant TENANT = Tenant.TENANT;
 
     /**
+     * The table <code>pgtask.tenant_locks</code>.
+     */
+    public final TenantLocks TENANT_LOCKS = TenantLocks.TENANT_LOCKS;
+
+    /**
+     * The table <code>pgtask.worker</code>.
+     */
+    public final Worker WORKER = Worker.WORKER;
+
+    /**
+     * The table <code>pgtask.workers</code>.
+     */
+    public final Workers WORKERS = Workers.WORKERS;
+
+    /**
      * No further instances allowed
      */
     private Pgtask() {
@@ -159,10 +195,16 @@ public class Pgtask extends SchemaImpl {
     public final List<Table<?>> getTables() {
         return Arrays.asList(
             EnqueueBatch.ENQUEUE_BATCH,
+            Health.HEALTH,
+            QueueSummary.QUEUE_SUMMARY,
+            Running.RUNNING,
             Settings.SETTINGS,
             Task.TASK,
             Tasks.TASKS,
-            Tenant.TENANT
+            Tenant.TENANT,
+            TenantLocks.TENANT_LOCKS,
+            Worker.WORKER,
+            Workers.WORKERS
         );
     }
 }

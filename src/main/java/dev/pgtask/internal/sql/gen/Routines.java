@@ -4,11 +4,15 @@
 package dev.pgtask.internal.sql.gen;
 
 
+import dev.pgtask.internal.sql.gen.routines.CancelTask;
+import dev.pgtask.internal.sql.gen.routines.DeleteTask;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
 import dev.pgtask.internal.sql.gen.routines.GrantProducer;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenant;
+import dev.pgtask.internal.sql.gen.routines.RetryTask;
 import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
+import dev.pgtask.internal.sql.gen.routines.UpdateTask;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 
@@ -26,6 +30,57 @@ import org.jooq.Result;
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class Routines {
+
+    /**
+     * Call <code>pgtask.cancel_task</code>
+     */
+    public static String cancelTask(
+          Configuration configuration
+        , Long taskId
+    ) {
+        CancelTask f = new CancelTask();
+        f.setTaskId(taskId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.cancel_task</code> as a field.
+     */
+    public static Field<String> cancelTask(
+          Long taskId
+    ) {
+        CancelTask f = new CancelTask();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.cancel_task</code> as a field.
+     */
+    public static Field<String> cancelTask(
+          Field<Long> taskId
+    ) {
+        CancelTask f = new CancelTask();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.delete_task</code>
+     */
+    public static void deleteTask(
+          Configuration configuration
+        , Long taskId
+    ) {
+        DeleteTask p = new DeleteTask();
+        p.setTaskId(taskId);
+
+        p.execute(configuration);
+    }
 
     /**
      * Call <code>pgtask.enqueue</code>
@@ -159,6 +214,19 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.retry_task</code>
+     */
+    public static void retryTask(
+          Configuration configuration
+        , Long taskId
+    ) {
+        RetryTask p = new RetryTask();
+        p.setTaskId(taskId);
+
+        p.execute(configuration);
+    }
+
+    /**
      * Call <code>pgtask.set_max_payload_bytes</code>
      */
     public static void setMaxPayloadBytes(
@@ -207,6 +275,25 @@ public class Routines {
         f.setPName(pName);
 
         return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.update_task</code>
+     */
+    public static void updateTask(
+          Configuration configuration
+        , Long taskId
+        , JSONB payload
+        , Instant runAt
+        , Integer priority
+    ) {
+        UpdateTask p = new UpdateTask();
+        p.setTaskId(taskId);
+        p.setPayload(payload);
+        p.setRunAt(runAt);
+        p.setPriority(priority);
+
+        p.execute(configuration);
     }
 
     /**

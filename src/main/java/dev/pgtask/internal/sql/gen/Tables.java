@@ -5,10 +5,16 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.Health;
+import dev.pgtask.internal.sql.gen.tables.QueueSummary;
+import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
+import dev.pgtask.internal.sql.gen.tables.TenantLocks;
+import dev.pgtask.internal.sql.gen.tables.Worker;
+import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 
 import java.time.OffsetDateTime;
@@ -111,6 +117,21 @@ public class Tables {
     }
 
     /**
+     * The table <code>pgtask.health</code>.
+     */
+    public static final Health HEALTH = Health.HEALTH;
+
+    /**
+     * The table <code>pgtask.queue_summary</code>.
+     */
+    public static final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
+
+    /**
+     * The table <code>pgtask.running</code>.
+     */
+    public static final Running RUNNING = Running.RUNNING;
+
+    /**
      * The table <code>pgtask.settings</code>.
      */
     public static final Settings SETTINGS = Settings.SETTINGS;
@@ -129,4 +150,19 @@ public class Tables {
      * The table <code>pgtask.tenant</code>.
      */
     public static final Tenant TENANT = Tenant.TENANT;
+
+    /**
+     * The table <code>pgtask.tenant_locks</code>.
+     */
+    public static final TenantLocks TENANT_LOCKS = TenantLocks.TENANT_LOCKS;
+
+    /**
+     * The table <code>pgtask.worker</code>.
+     */
+    public static final Worker WORKER = Worker.WORKER;
+
+    /**
+     * The table <code>pgtask.workers</code>.
+     */
+    public static final Workers WORKERS = Workers.WORKERS;
 }

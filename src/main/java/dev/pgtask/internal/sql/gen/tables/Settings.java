@@ -63,6 +63,11 @@ public class Settings extends TableImpl<SettingsRecord> {
      */
     public final TableField<SettingsRecord, Integer> MAX_PAYLOAD_BYTES = createField(DSL.name("max_payload_bytes"), SQLDataType.INTEGER.nullable(false).defaultValue(DSL.field(DSL.raw("1048576"), SQLDataType.INTEGER)), this, "");
 
+    /**
+     * The column <code>pgtask.settings.lock_namespace</code>.
+     */
+    public final TableField<SettingsRecord, Integer> LOCK_NAMESPACE = createField(DSL.name("lock_namespace"), SQLDataType.INTEGER.nullable(false).defaultValue(DSL.field(DSL.raw("1885828193"), SQLDataType.INTEGER)), this, "");
+
     private Settings(Name alias, Table<SettingsRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

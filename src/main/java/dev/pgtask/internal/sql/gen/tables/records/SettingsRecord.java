@@ -48,6 +48,21 @@ public class SettingsRecord extends UpdatableRecordImpl<SettingsRecord> {
         return (Integer) get(1);
     }
 
+    /**
+     * Setter for <code>pgtask.settings.lock_namespace</code>.
+     */
+    public SettingsRecord setLockNamespace(Integer value) {
+        set(2, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.settings.lock_namespace</code>.
+     */
+    public Integer getLockNamespace() {
+        return (Integer) get(2);
+    }
+
     // -------------------------------------------------------------------------
     // Primary key information
     // -------------------------------------------------------------------------
@@ -71,11 +86,12 @@ public class SettingsRecord extends UpdatableRecordImpl<SettingsRecord> {
     /**
      * Create a detached, initialised SettingsRecord
      */
-    public SettingsRecord(Boolean singleton, Integer maxPayloadBytes) {
+    public SettingsRecord(Boolean singleton, Integer maxPayloadBytes, Integer lockNamespace) {
         super(Settings.SETTINGS);
 
         setSingleton(singleton);
         setMaxPayloadBytes(maxPayloadBytes);
+        setLockNamespace(lockNamespace);
         resetChangedOnNotNull();
     }
 }

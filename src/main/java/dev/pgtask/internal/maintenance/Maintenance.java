@@ -1,0 +1,155 @@
+package dev.pgtask.internal.maintenance;
+
+import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.sql.MaintenanceQueries;
+import dev.pgtask.internal.sql.Sql;
+import dev.pgtask.internal.sql.WorkerQueries;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.ToIntFunction;
+import org.jooq.DSLContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Maintenance passes run by every worker, coordinated through the database: each pass runs in its
+ * own short transaction after {@code pg_try_advisory_xact_lock(namespace, key)}; if another worker
+ * holds the key the pass is skipped. No leader, no session lock.
+ *
+ * <ul>
+ *   <li>rescue (every rescue interval): running tasks whose lease expired and whose row no live
+ *       transaction holds become retryable (or discarded) again;</li>
+ *   <li>tenant repair (every second): tenants left with waiting tasks and no head get one;</li>
+ *   <li>retention (every minute): finished tasks past their retention are deleted in batches.</li>
+ * </ul>
+ */
+public final class Maintenance {
+
+  private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
+  private static final Duration TENANT_REPAIR_INTERVAL = Duration.ofSeconds(1);
+  private static final Duration PRUNE_INTERVAL = Duration.ofMinutes(1);
+  private static final Duration HEARTBEAT_INTERVAL = Duration.ofSeconds(10);
+  private static final Duration QUEUE_SAMPLE_INTERVAL = Duration.ofSeconds(15);
+  private static final Duration STALE_WORKER_AGE = Duration.ofHours(1);
+  private static final int RESCUE_BATCH = 1_000;
+  private static final int PRUNE_BATCH = 5_000;
+
+  private final WorkerConfig config;
+  private final WorkerStats stats;
+  private final Runnable wakeProducer;
+  private final Runnable heartbeat;
+  private final ScheduledExecutorService scheduler;
+
+  public Maintenance(WorkerConfig config, WorkerStats stats, Runnable wakeProducer, Runnable heartbeat) {
+    this.config = config;
+    this.stats = stats;
+    this.wakeProducer = wakeProducer;
+    this.heartbeat = heartbeat;
+    this.scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "pgtask-maintenance-" + config.workerId());
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  public void start() {
+    schedule(config.rescueInterval(), this::rescuePass);
+    schedule(TENANT_REPAIR_INTERVAL, this::tenantRepairPass);
+    schedule(PRUNE_INTERVAL, this::prunePass);
+    schedule(HEARTBEAT_INTERVAL, heartbeat);
+    if (config.metrics() != dev.pgtask.PgTaskMetrics.NOOP) {
+      schedule(QUEUE_SAMPLE_INTERVAL, this::sampleQueues);
+    }
+  }
+
+  public void stop() {
+    scheduler.shutdownNow();
+    try {
+      scheduler.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void schedule(Duration interval, Runnable pass) {
+    long period = interval.toMillis();
+    long initial = ThreadLocalRandom.current().nextLong(period / 2 + 1, period + 1);
+    // fixed delay with jitter: workers started together drift apart
+    scheduler.scheduleWithFixedDelay(() -> {
+      try {
+        pass.run();
+      } catch (RuntimeException e) {
+        if (Thread.currentThread().isInterrupted()) {
+          return;
+        }
+        log.warn("pgtask: maintenance pass failed: {}", e.getMessage());
+      }
+    }, initial, period, TimeUnit.MILLISECONDS);
+  }
+
+  /** Runs one rescue pass now (if no other worker is running one). Returns the tasks rescued. */
+  public int rescuePass() {
+    int n = inPassTransaction(MaintenanceQueries.RESCUE_LOCK_KEY,
+        tx -> MaintenanceQueries.rescueExpired(tx, RESCUE_BATCH));
+    if (n > 0) {
+      stats.rescued.addAndGet(n);
+      config.metrics().rescued(n);
+      log.info("pgtask: rescued {} task(s) of lost workers", n);
+      wakeProducer.run();
+    }
+    return n;
+  }
+
+  /** Runs one tenant repair pass now. Returns the tenants that got a new head. */
+  public int tenantRepairPass() {
+    int n = inPassTransaction(MaintenanceQueries.TENANT_REPAIR_LOCK_KEY, MaintenanceQueries::repairTenantHeads);
+    if (n > 0) {
+      wakeProducer.run();
+    }
+    return n;
+  }
+
+  /** Runs one retention pass now: finished tasks and stale worker rows. Returns the tasks deleted. */
+  public int prunePass() {
+    return inPassTransaction(MaintenanceQueries.PRUNE_LOCK_KEY, tx -> {
+      WorkerQueries.pruneStale(tx, STALE_WORKER_AGE);
+      return MaintenanceQueries.pruneFinished(tx, config.completedRetention(), config.failedRetention(), PRUNE_BATCH);
+    });
+  }
+
+  /** Samples the worker's queues (ready tasks and lag) into the metrics. */
+  public void sampleQueues() {
+    var samples = MaintenanceQueries.sampleQueues(Sql.using(config.dataSource()), config.queues());
+    for (String q : config.queues()) {
+      var s = samples.get(q);
+      config.metrics().queueSampled(q, s == null ? 0 : s.available(), s == null ? Duration.ZERO : s.lag());
+    }
+  }
+
+  private int inPassTransaction(int key, ToIntFunction<DSLContext> pass) {
+    try (Connection c = config.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        DSLContext tx = Sql.using(c);
+        int n = 0;
+        if (MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(), key)) {
+          n = pass.applyAsInt(tx);
+        }
+        c.commit();
+        return n;
+      } catch (RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e.getMessage(), e);
+    }
+  }
+}

@@ -1,0 +1,178 @@
+package dev.pgtask.internal.notifier;
+
+import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.sql.Sql;
+import java.sql.Connection;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
+import org.jooq.DSLContext;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The worker's LISTEN connection: one dedicated session outside the pool.
+ *
+ * <p>Protocol: connect, name the session ({@code application_name = "pgtask listen <worker>"}),
+ * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then wake the producer once (anything
+ * sent while disconnected is lost, so poll). Wait for notifications in slices of the ping interval;
+ * after each quiet slice send {@code SELECT 1}: a network timeout on the connection bounds it, so a
+ * half-open socket is detected instead of blocking forever. Any failure closes the connection and
+ * reconnects with exponential backoff (100 ms to 5 s, jittered). Notifications on {@code pgtask}
+ * carry a queue name: those of this worker's queues wake the producer. Notifications on
+ * {@code pgtask_control} carry {@code cancel <task id>}.
+ */
+public final class Listener {
+
+  /** The channel producers notify; payload = queue name. */
+  public static final String CHANNEL = "pgtask";
+  /** The channel of operator commands to workers; payload = {@code cancel <task id>}. */
+  public static final String CONTROL_CHANNEL = "pgtask_control";
+
+  private static final Logger log = LoggerFactory.getLogger(Listener.class);
+
+  private final WorkerConfig config;
+  private final Runnable onWake;
+  private final LongConsumer onCancel;
+  private final Set<String> queues;
+  private final AtomicLong reconnects = new AtomicLong();
+  private final java.util.concurrent.ExecutorService networkTimeoutExecutor = Executors.newSingleThreadExecutor(r -> {
+    Thread t = new Thread(r, "pgtask-listen-timeout");
+    t.setDaemon(true);
+    return t;
+  });
+  private volatile boolean running;
+  private volatile Connection connection;
+  private Thread thread;
+
+  public Listener(WorkerConfig config, Runnable onWake, LongConsumer onCancel) {
+    this.config = config;
+    this.onWake = onWake;
+    this.onCancel = onCancel;
+    this.queues = new HashSet<>(config.queues());
+  }
+
+  public void start() {
+    running = true;
+    thread = new Thread(this::run, "pgtask-listen-" + config.workerId());
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  public void stop() {
+    running = false;
+    Connection c = connection;
+    if (c != null) {
+      try {
+        c.close();
+      } catch (Exception ignored) {
+        // closing anyway
+      }
+    }
+    networkTimeoutExecutor.shutdown();
+    if (thread != null) {
+      thread.interrupt();
+      try {
+        thread.join(5_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Times the connection was lost and re-established. */
+  public long reconnects() {
+    return reconnects.get();
+  }
+
+  /** Whether the listener currently has a live connection. */
+  public boolean connected() {
+    return connection != null;
+  }
+
+  private void run() {
+    long backoffMillis = 100;
+    boolean first = true;
+    while (running) {
+      try (Connection c = config.listenConnectionFactory().call()) {
+        int pingMillis = (int) Math.min(Integer.MAX_VALUE, config.listenerPingInterval().toMillis());
+        c.setNetworkTimeout(networkTimeoutExecutor, Math.max(5_000, pingMillis * 2));
+        c.setAutoCommit(true);
+        DSLContext dsl = Sql.using(c);
+        dsl.select(DSL.function("set_config", SQLDataType.CLOB, DSL.val("application_name"),
+            DSL.val(truncate("pgtask listen " + config.workerId())), DSL.inline(false))).fetch();
+        dsl.query("LISTEN " + CHANNEL).execute();
+        dsl.query("LISTEN " + CONTROL_CHANNEL).execute();
+        connection = c;
+        if (!first) {
+          reconnects.incrementAndGet();
+          config.metrics().listenerReconnected();
+          log.info("pgtask listener reconnected");
+        }
+        first = false;
+        backoffMillis = 100;
+        onWake.run(); // notifications sent while we were away are lost: poll once
+        PGConnection pg = c.unwrap(PGConnection.class);
+        while (running) {
+          PGNotification[] notes = pg.getNotifications(pingMillis);
+          if (notes == null || notes.length == 0) {
+            dsl.selectOne().fetch(); // health check: fails on a dead socket
+            continue;
+          }
+          boolean wake = false;
+          for (PGNotification n : notes) {
+            if (CHANNEL.equals(n.getName())) {
+              wake |= queues.contains(n.getParameter());
+            } else if (CONTROL_CHANNEL.equals(n.getName())) {
+              handleControl(n.getParameter());
+            }
+          }
+          if (wake) {
+            onWake.run();
+          }
+        }
+      } catch (Exception e) {
+        if (!running) {
+          break;
+        }
+        log.warn("pgtask listener connection lost ({}); reconnecting in {} ms", e.getMessage(), backoffMillis);
+      } finally {
+        connection = null;
+      }
+      if (!running) {
+        break;
+      }
+      try {
+        Thread.sleep(backoffMillis + ThreadLocalRandom.current().nextLong(backoffMillis / 2 + 1));
+      } catch (InterruptedException e) {
+        if (!running) {
+          break;
+        }
+      }
+      backoffMillis = Math.min(5_000, backoffMillis * 2);
+      onWake.run(); // keep polling while the listener is down
+    }
+  }
+
+  private void handleControl(String payload) {
+    if (payload != null && payload.startsWith("cancel ")) {
+      try {
+        onCancel.accept(Long.parseLong(payload.substring(7).trim()));
+      } catch (NumberFormatException e) {
+        log.warn("pgtask: ignored malformed control message");
+      }
+    }
+  }
+
+  static String truncate(String appName) {
+    // application_name is cut at 63 bytes by the server; keep it ASCII-safe and short
+    return appName.length() > 63 ? appName.substring(0, 63) : appName;
+  }
+}

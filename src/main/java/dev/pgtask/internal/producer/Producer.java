@@ -1,0 +1,150 @@
+package dev.pgtask.internal.producer;
+
+import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.executor.Executor;
+import dev.pgtask.internal.sql.ClaimQueries;
+import dev.pgtask.internal.sql.ClaimQueries.Claim;
+import dev.pgtask.internal.sql.ClaimQueries.Claimed;
+import dev.pgtask.internal.sql.Sql;
+import java.util.List;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.jooq.DSLContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Decides when to claim, and hands claimed tasks to the executor.
+ *
+ * <p>It waits for a wake-up (a notification for one of its queues, a listener reconnect) or the
+ * poll interval (jittered by up to 10%), then claims in a loop: reserve free executor slots, claim
+ * at most that many (and at most the batch size) in one statement, submit them, and claim again at
+ * once while claims come back full; a short claim means the queue is drained, so it waits again.
+ * It never claims more than it can start, so a claimed task starts at once and no lease runs out
+ * while a task waits in a local buffer.
+ */
+public final class Producer {
+
+  private static final Logger log = LoggerFactory.getLogger(Producer.class);
+
+  private final WorkerConfig config;
+  private final WorkerStats stats;
+  private final Executor executor;
+  private final DSLContext dsl;
+  private final Semaphore wakeups = new Semaphore(0);
+  private final List<String> kinds;
+  private volatile boolean running;
+  private Thread thread;
+
+  public Producer(WorkerConfig config, WorkerStats stats, Executor executor) {
+    this.config = config;
+    this.stats = stats;
+    this.executor = executor;
+    this.dsl = Sql.using(config.dataSource());
+    this.kinds = config.kinds();
+  }
+
+  public void start() {
+    running = true;
+    thread = new Thread(this::run, "pgtask-producer-" + config.workerId());
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** Stops claiming; returns when the claim loop has exited. */
+  public void stop() {
+    running = false;
+    wake();
+    if (thread != null) {
+      thread.interrupt();
+      try {
+        thread.join(10_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Asks for a claim as soon as possible. */
+  public void wake() {
+    if (wakeups.availablePermits() == 0) {
+      wakeups.release();
+    }
+  }
+
+  private void run() {
+    long errorBackoff = 100;
+    while (running) {
+      try {
+        drain();
+        errorBackoff = 100;
+        long poll = config.pollInterval().toMillis();
+        long jitter = ThreadLocalRandom.current().nextLong(poll / 10 + 1);
+        wakeups.tryAcquire(poll - jitter, TimeUnit.MILLISECONDS);
+        wakeups.drainPermits();
+      } catch (InterruptedException e) {
+        if (!running) {
+          return;
+        }
+      } catch (RuntimeException e) {
+        if (!running) {
+          return;
+        }
+        log.warn("pgtask: claim failed ({}); retrying in {} ms", e.getMessage(), errorBackoff);
+        try {
+          Thread.sleep(errorBackoff);
+        } catch (InterruptedException ie) {
+          if (!running) {
+            return;
+          }
+        }
+        errorBackoff = Math.min(5_000, errorBackoff * 2);
+      }
+    }
+  }
+
+  private void reportClaims(List<Claimed> tasks) {
+    if (config.metrics() == dev.pgtask.PgTaskMetrics.NOOP) {
+      return;
+    }
+    java.util.Map<String, Integer> perQueue = new java.util.HashMap<>();
+    for (Claimed t : tasks) {
+      perQueue.merge(t.queue(), 1, Integer::sum);
+      if (t.attempt() == 1) {
+        config.metrics().startLatency(t.queue(), t.kind(), java.time.Duration.between(t.runAt(), t.claimedAt()));
+      }
+    }
+    perQueue.forEach(config.metrics()::claimed);
+  }
+
+  private void drain() throws InterruptedException {
+    while (running) {
+      int reserved = executor.reserve(config.batchSize());
+      int used = 0;
+      try {
+        if (!running) {
+          return;
+        }
+        stats.claimQueries.incrementAndGet();
+        Claim claim = ClaimQueries.claimAvailable(dsl, config.queues(), kinds, reserved,
+            config.workerId(), config.leaseDuration());
+        List<Claimed> tasks = claim.tasks();
+        stats.claimed.addAndGet(tasks.size());
+        if (!tasks.isEmpty()) {
+          reportClaims(tasks);
+        }
+        for (Claimed t : tasks) {
+          used++;
+          executor.submit(t);
+        }
+        if (claim.locked() < reserved) {
+          return; // drained: wait for a wake-up or the next poll
+        }
+      } finally {
+        executor.unreserve(reserved - used);
+      }
+    }
+  }
+}

@@ -1,0 +1,109 @@
+package dev.pgtask.internal.sql;
+
+import static dev.pgtask.internal.sql.gen.Tables.TASK;
+import static dev.pgtask.internal.sql.gen.Tables.TENANT;
+
+import dev.pgtask.internal.sql.gen.enums.TaskState;
+import dev.pgtask.internal.sql.gen.tables.Task;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import org.jooq.CommonTableExpression;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.JSONB;
+import org.jooq.Record;
+import org.jooq.Record3;
+import org.jooq.impl.DSL;
+import org.jooq.types.DayToSecond;
+
+/**
+ * The claim: one statement takes up to N claimable tasks for a worker.
+ *
+ * <p>Protocol: a CTE selects claimable rows of the worker's queues and kinds in claim order
+ * (priority, run_at, id) with {@code LIMIT n FOR UPDATE SKIP LOCKED} — rows locked by another
+ * claimer are skipped, never waited on. The LIMIT sits inside the CTE so the planner cannot
+ * re-evaluate it and lock more rows. Of the locked rows it keeps at most one per tenant, and none of
+ * a tenant that already has a running task; the kept rows are marked running with attempt + 1,
+ * owner and a lease from the database clock. The short claim transaction then commits.
+ */
+public final class ClaimQueries {
+
+  private ClaimQueries() {}
+
+  /** A claimed task, as the executor needs it. */
+  public record Claimed(long id, String kind, String queue, JSONB payload, Integer tenantId,
+      String tenant, int attempt, int maxAttempts, Instant runAt, Instant claimedAt) {}
+
+  /** The claim's result: the tasks, and how many rows the locking select returned. */
+  public record Claim(List<Claimed> tasks, int locked) {}
+
+  /**
+   * Claims up to {@code limit} tasks. Locks: row locks (FOR UPDATE SKIP LOCKED) on at most
+   * {@code limit} claimable rows, held until the caller's (autocommit) statement commits.
+   */
+  public static Claim claimAvailable(DSLContext dsl, List<String> queues, List<String> kinds,
+      int limit, String owner, Duration lease) {
+    Task c = TASK.as("c");
+    Condition queueCondition = queues.size() == 1 ? c.QUEUE.eq(queues.get(0)) : c.QUEUE.in(queues);
+    Task running = TASK.as("r");
+
+    CommonTableExpression<Record3<Long, Integer, Integer>> locked = DSL.name("locked").as(
+        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY)
+            .from(c)
+            .where(c.STATE.in(TaskState.available, TaskState.retryable))
+            .and(c.BLOCKED.isFalse())
+            .and(queueCondition)
+            .and(c.RUN_AT.le(DSL.currentInstant()))
+            .and(c.KIND.in(kinds))
+            .orderBy(c.PRIORITY, c.RUN_AT, c.ID)
+            .limit(limit)
+            .forUpdate()
+            .skipLocked());
+    Field<Long> lId = locked.field(c.ID);
+    Field<Integer> lTenant = locked.field(c.TENANT_ID);
+
+    // at most one task per tenant, and none of a tenant whose critical section is running
+    Field<Integer> rank = DSL.rowNumber().over(DSL.partitionBy(DSL.coalesce(lTenant.cast(Long.class), lId.neg()))
+        .orderBy(locked.field(c.PRIORITY), lId));
+    var ranked = DSL.select(lId.as("id"), lTenant.as("tenant_id"), rank.as("rn"))
+        .from(locked)
+        .asTable("ranked");
+    CommonTableExpression<?> picked = DSL.name("picked").as(
+        DSL.select(ranked.field("id", Long.class), ranked.field("tenant_id", Integer.class), TENANT.NAME.as("tenant_name"))
+            .from(ranked)
+            .leftJoin(TENANT).on(TENANT.ID.eq(ranked.field("tenant_id", Integer.class)))
+            .where(ranked.field("rn", Integer.class).eq(1))
+            .and(ranked.field("tenant_id", Integer.class).isNull()
+                .or(DSL.notExists(DSL.selectOne().from(running)
+                    .where(running.TENANT_ID.eq(ranked.field("tenant_id", Integer.class)))
+                    .and(running.BLOCKED.isFalse())
+                    .and(running.STATE.eq(TaskState.running))))));
+    Field<Long> pId = picked.field("id", Long.class);
+    Field<String> pTenantName = picked.field("tenant_name", String.class);
+    Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
+
+    var rows = dsl.with(locked).with(picked)
+        .update(TASK)
+        .set(TASK.STATE, TaskState.running)
+        .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(1))
+        .set(TASK.OWNER, owner)
+        .set(TASK.ATTEMPTED_AT, DSL.currentInstant())
+        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
+        .from(picked)
+        .where(TASK.ID.eq(pId))
+        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, pTenantName,
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, lockedCount)
+        .fetch();
+    List<Claimed> tasks = new ArrayList<>(rows.size());
+    int lockedRows = rows.isEmpty() ? 0 : rows.get(0).get(lockedCount);
+    for (Record r : rows) {
+      tasks.add(new Claimed(r.get(TASK.ID), r.get(TASK.KIND), r.get(TASK.QUEUE), r.get(TASK.PAYLOAD),
+          r.get(TASK.TENANT_ID), r.get(pTenantName), r.get(TASK.ATTEMPT), r.get(TASK.MAX_ATTEMPTS),
+          r.get(TASK.RUN_AT), r.get(TASK.ATTEMPTED_AT)));
+    }
+    return new Claim(tasks, lockedRows);
+  }
+}

@@ -1,0 +1,197 @@
+package dev.pgtask.internal.sql;
+
+import static dev.pgtask.internal.sql.gen.Tables.TASK;
+
+import dev.pgtask.internal.sql.gen.enums.TaskState;
+import java.time.Duration;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.JSONB;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.jooq.types.DayToSecond;
+
+/**
+ * A task's state changes made by the worker that claimed it. Fencing rule: every statement here is
+ * conditioned on the task still being running, owned by this worker, at this attempt, claimed at
+ * this instant. A stale worker's statement matches no row, and it abandons the task.
+ */
+public final class ExecuteQueries {
+
+  private ExecuteQueries() {}
+
+  /** The identity of one claim: the fencing token. */
+  public record Fence(long id, String owner, int attempt) {}
+
+  /** Result of {@link #lockForExecution}. */
+  public enum LockResult {
+    /** Row locked (and tenant lock taken, if any): run the handler. */
+    LOCKED,
+    /** The tenant's advisory lock is held by another transaction. */
+    TENANT_BUSY,
+    /** The claim is stale (rescued, cancelled, ...): abandon silently. */
+    FENCED_OUT
+  }
+
+  private static Condition fenced(Fence f) {
+    return TASK.ID.eq(f.id())
+        .and(TASK.STATE.eq(TaskState.running))
+        .and(TASK.OWNER.eq(f.owner()))
+        .and(TASK.ATTEMPT.eq(f.attempt()));
+  }
+
+  private static Field<String> setLocal(String name, String value) {
+    return DSL.function("set_config", SQLDataType.CLOB, DSL.val(name), DSL.val(value), DSL.inline(true));
+  }
+
+  /**
+   * Starts a task's execution inside the caller's open transaction, in one round trip: re-locks
+   * the task row (fenced), sets transaction-local {@code application_name} and server-side
+   * timeouts, and takes the tenant's transaction-scoped advisory lock. Locks: the task row
+   * (FOR NO KEY UPDATE, until the transaction ends) and {@code (namespace, tenant_id)}.
+   * A lock taken for a row that then fails the fence is released by the caller's rollback.
+   */
+  public static LockResult lockForExecution(DSLContext tx, Fence f, String applicationName,
+      long serverTimeoutMillis, int namespace) {
+    Field<Boolean> tenantLock = DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
+        .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, DSL.val(namespace), TASK.TENANT_ID));
+    var r = tx.select(
+            setLocal("application_name", applicationName),
+            setLocal("statement_timeout", Long.toString(serverTimeoutMillis)),
+            setLocal("idle_in_transaction_session_timeout", Long.toString(serverTimeoutMillis)),
+            tenantLock)
+        .from(TASK)
+        .where(fenced(f))
+        .forNoKeyUpdate()
+        .fetchOne();
+    if (r == null) {
+      return LockResult.FENCED_OUT;
+    }
+    return Boolean.TRUE.equals(r.value4()) ? LockResult.LOCKED : LockResult.TENANT_BUSY;
+  }
+
+  /** Marks the task completed. Locks: the task row (already held by the execution). */
+  public static int complete(DSLContext tx, Fence f) {
+    return completeAll(tx, java.util.List.of(f));
+  }
+
+  /**
+   * Marks several tasks of one owner completed in one statement, each fenced by its attempt.
+   * Locks: the task rows (already held by a transactional execution; plain-mode tasks are
+   * unlocked and only the fence protects them).
+   */
+  public static int completeAll(DSLContext dsl, java.util.List<Fence> fences) {
+    if (fences.isEmpty()) {
+      return 0;
+    }
+    String owner = fences.get(0).owner();
+    java.util.List<org.jooq.Row2<Long, Integer>> rows = new java.util.ArrayList<>(fences.size());
+    for (Fence f : fences) {
+      rows.add(DSL.row(f.id(), f.attempt()));
+    }
+    return dsl.update(TASK)
+        .set(TASK.STATE, TaskState.completed)
+        .set(TASK.FINISHED_AT, clockTimestamp())
+        .setNull(TASK.LEASE_UNTIL)
+        .where(DSL.row(TASK.ID, TASK.ATTEMPT).in(rows))
+        .and(TASK.STATE.eq(TaskState.running))
+        .and(TASK.OWNER.eq(owner))
+        .execute();
+  }
+
+  /**
+   * Extends the claim lease of tasks this worker holds without a transaction (plain-mode tasks,
+   * claimed tasks waiting to start). Locks: those rows, briefly.
+   */
+  public static int extendLeases(DSLContext dsl, String owner, java.util.Collection<Long> ids, Duration lease) {
+    if (ids.isEmpty()) {
+      return 0;
+    }
+    return dsl.update(TASK)
+        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
+        .where(TASK.ID.in(ids))
+        .and(TASK.STATE.eq(TaskState.running))
+        .and(TASK.OWNER.eq(owner))
+        .execute();
+  }
+
+  /**
+   * Records a failed attempt: appends to the error history, and either schedules the retry after
+   * {@code retryDelay} (database clock) or discards the task when {@code discard} or the attempts
+   * are exhausted. Returns the new state, or {@code null} when fenced out. Locks: the task row.
+   */
+  public static TaskState fail(DSLContext dsl, Fence f, String error, Duration retryDelay, boolean discard) {
+    Condition giveUp = discard ? DSL.trueCondition() : TASK.ATTEMPT.ge(TASK.MAX_ATTEMPTS);
+    var r = dsl.update(TASK)
+        .set(TASK.STATE, DSL.when(giveUp, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
+        .set(TASK.RUN_AT, DSL.when(giveUp, TASK.RUN_AT)
+            .otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(retryDelay)))))
+        .set(TASK.FINISHED_AT, DSL.when(giveUp, clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
+        .set(TASK.ERRORS, appendError(f, error))
+        .setNull(TASK.LEASE_UNTIL)
+        .where(fenced(f))
+        .returning(TASK.STATE)
+        .fetchOne();
+    return r == null ? null : r.getState();
+  }
+
+  /**
+   * Puts a task back without spending an attempt (tenant lock busy, or the worker is stopping
+   * before/while running it): available again after {@code delay}, attempt given back.
+   * Locks: the task row.
+   */
+  public static int release(DSLContext dsl, Fence f, Duration delay) {
+    var q = dsl.update(TASK)
+        .set(TASK.STATE, TaskState.available)
+        .set(TASK.ATTEMPT, TASK.ATTEMPT.minus(1))
+        .setNull(TASK.OWNER)
+        .setNull(TASK.LEASE_UNTIL);
+    if (!delay.isZero()) {
+      q = q.set(TASK.RUN_AT, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay))));
+    }
+    return q.where(fenced(f)).execute();
+  }
+
+  /**
+   * Snoozes a task its handler asked to run later: available after {@code delay}, the attempt is
+   * not counted against max_attempts (max_attempts + 1, so attempt numbers keep increasing).
+   * Locks: the task row.
+   */
+  public static int snooze(DSLContext dsl, Fence f, Duration delay) {
+    return dsl.update(TASK)
+        .set(TASK.STATE, TaskState.available)
+        .set(TASK.MAX_ATTEMPTS, TASK.MAX_ATTEMPTS.plus(1))
+        .set(TASK.RUN_AT, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay))))
+        .setNull(TASK.OWNER)
+        .setNull(TASK.LEASE_UNTIL)
+        .where(fenced(f))
+        .execute();
+  }
+
+  /** Marks a running task cancelled (its handler was stopped). Locks: the task row. */
+  public static int cancelled(DSLContext dsl, Fence f, String reason) {
+    return dsl.update(TASK)
+        .set(TASK.STATE, TaskState.cancelled)
+        .set(TASK.FINISHED_AT, clockTimestamp())
+        .set(TASK.ERRORS, appendError(f, reason))
+        .setNull(TASK.LEASE_UNTIL)
+        .where(fenced(f))
+        .execute();
+  }
+
+  static Field<java.time.Instant> clockTimestamp() {
+    return DSL.function("clock_timestamp", TASK.FINISHED_AT.getDataType());
+  }
+
+  private static Field<JSONB> appendError(Fence f, String error) {
+    Field<JSONB> entry = DSL.function("jsonb_build_array", SQLDataType.JSONB,
+        DSL.function("jsonb_build_object", SQLDataType.JSONB,
+            DSL.inline("attempt"), DSL.val(f.attempt()),
+            DSL.inline("at"), clockTimestamp(),
+            DSL.inline("error"), DSL.val(error),
+            DSL.inline("worker"), DSL.val(f.owner())));
+    return DSL.function("jsonb_concat", SQLDataType.JSONB,
+        DSL.coalesce(TASK.ERRORS, DSL.inline(JSONB.valueOf("[]"))), entry);
+  }
+}

@@ -1,0 +1,137 @@
+package dev.pgtask.internal.sql;
+
+import static dev.pgtask.internal.sql.gen.Tables.TASK;
+
+import dev.pgtask.internal.sql.gen.Routines;
+import dev.pgtask.internal.sql.gen.enums.TaskState;
+import dev.pgtask.internal.sql.gen.tables.Task;
+import java.time.Duration;
+import org.jooq.CommonTableExpression;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.JSONB;
+import org.jooq.Record1;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.jooq.types.DayToSecond;
+
+/**
+ * Maintenance passes. Each runs in its own transaction, after taking a transaction-scoped advisory
+ * lock {@code (namespace, key)} with a negative key (tenant ids are positive), so at most one pass of
+ * each kind runs at a time in the whole cluster and nothing outlives the transaction.
+ */
+public final class MaintenanceQueries {
+
+  /** Lock key of the rescue pass. */
+  public static final int RESCUE_LOCK_KEY = -1;
+  /** Lock key of the tenant repair pass. */
+  public static final int TENANT_REPAIR_LOCK_KEY = -2;
+  /** Lock key of the retention pass. */
+  public static final int PRUNE_LOCK_KEY = -3;
+
+  private MaintenanceQueries() {}
+
+  /** Takes a pass's lock in the caller's transaction; false when another pass holds it. */
+  public static boolean tryPassLock(DSLContext tx, int namespace, int key) {
+    return Boolean.TRUE.equals(tx.select(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
+        DSL.val(namespace), DSL.val(key))).fetchOne().value1());
+  }
+
+  /**
+   * Rescues tasks whose worker is gone: running, lease expired, and no live transaction holds the
+   * row (SKIP LOCKED: an executing worker holds it, so a slow-but-alive worker is never robbed).
+   * They become retryable at once, or discarded when their attempts are exhausted, with a "worker
+   * lost" entry in the error history. Locks: up to {@code limit} expired task rows.
+   *
+   * @return the number of tasks rescued
+   */
+  public static int rescueExpired(DSLContext tx, int limit) {
+    Task e = TASK.as("e");
+    CommonTableExpression<Record1<Long>> expired = DSL.name("expired").as(
+        DSL.select(e.ID).from(e)
+            .where(e.STATE.eq(TaskState.running))
+            .and(e.LEASE_UNTIL.lt(DSL.currentInstant()))
+            .orderBy(e.LEASE_UNTIL)
+            .limit(limit)
+            .forUpdate()
+            .skipLocked());
+    Condition exhausted = TASK.ATTEMPT.ge(TASK.MAX_ATTEMPTS);
+    Field<JSONB> entry = DSL.function("jsonb_build_array", SQLDataType.JSONB,
+        DSL.function("jsonb_build_object", SQLDataType.JSONB,
+            DSL.inline("attempt"), TASK.ATTEMPT,
+            DSL.inline("at"), ExecuteQueries.clockTimestamp(),
+            DSL.inline("error"), DSL.concat(DSL.inline("worker lost: "), TASK.OWNER,
+                DSL.inline(" stopped renewing its claim (lease expired at "),
+                TASK.LEASE_UNTIL.cast(SQLDataType.CLOB), DSL.inline(")")),
+            DSL.inline("worker"), TASK.OWNER));
+    return tx.with(expired)
+        .update(TASK)
+        .set(TASK.STATE, DSL.when(exhausted, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
+        .set(TASK.RUN_AT, DSL.when(exhausted, TASK.RUN_AT).otherwise(DSL.currentInstant()))
+        .set(TASK.FINISHED_AT, DSL.when(exhausted, ExecuteQueries.clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
+        .set(TASK.ERRORS, DSL.function("jsonb_concat", SQLDataType.JSONB,
+            DSL.coalesce(TASK.ERRORS, DSL.inline(JSONB.valueOf("[]"))), entry))
+        .setNull(TASK.LEASE_UNTIL)
+        .where(TASK.ID.in(DSL.select(expired.field(e.ID)).from(expired)))
+        .execute();
+  }
+
+  /**
+   * Gives a head to tenants left with waiting tasks and no running or due head (a race between an
+   * enqueue and a hand-off can leave one so). Locks: the promoted rows.
+   *
+   * @return how many tenants got a new head
+   */
+  public static int repairTenantHeads(DSLContext tx) {
+    Task w = TASK.as("w");
+    var tenants = DSL.selectDistinct(w.TENANT_ID).from(w).where(w.BLOCKED.isTrue()).asTable("t");
+    Field<Integer> tid = tenants.field(w.TENANT_ID);
+    Field<String> promoted = Routines.promoteTenant(tid);
+    return tx.select(DSL.count().filterWhere(promoted.isNotNull()))
+        .from(tenants)
+        .fetchOne()
+        .value1();
+  }
+
+  /** Ready tasks of a queue and the age of the oldest. */
+  public record QueueSample(long available, Duration lag) {}
+
+  /**
+   * Counts ready (claimable) tasks per queue, with the age of the oldest, over the claimable index.
+   * Locks: none.
+   */
+  public static java.util.Map<String, QueueSample> sampleQueues(DSLContext dsl, java.util.List<String> queues) {
+    Field<java.time.Instant> oldest = DSL.min(TASK.RUN_AT);
+    java.util.Map<String, QueueSample> out = new java.util.HashMap<>();
+    for (var r : dsl.select(TASK.QUEUE, DSL.count(), oldest, DSL.currentInstant())
+        .from(TASK)
+        .where(TASK.STATE.in(TaskState.available, TaskState.retryable))
+        .and(TASK.BLOCKED.isFalse())
+        .and(TASK.QUEUE.in(queues))
+        .and(TASK.RUN_AT.le(DSL.currentInstant()))
+        .groupBy(TASK.QUEUE)
+        .fetch()) {
+      out.put(r.value1(), new QueueSample(r.value2(), Duration.between(r.value3(), r.value4())));
+    }
+    return out;
+  }
+
+  /**
+   * Deletes finished tasks older than their retention, at most {@code limit} per call.
+   * Locks: the deleted rows.
+   */
+  public static int pruneFinished(DSLContext tx, Duration completedRetention, Duration failedRetention, int limit) {
+    Task p = TASK.as("p");
+    Field<java.time.Instant> now = DSL.currentInstant();
+    var victims = DSL.select(p.ID).from(p)
+        .where(p.STATE.eq(TaskState.completed)
+            .and(p.FINISHED_AT.lt(now.minus(DSL.val(DayToSecond.valueOf(completedRetention))))))
+        .or(p.STATE.in(TaskState.cancelled, TaskState.discarded)
+            .and(p.FINISHED_AT.lt(now.minus(DSL.val(DayToSecond.valueOf(failedRetention))))))
+        .limit(limit)
+        .forUpdate()
+        .skipLocked();
+    return tx.deleteFrom(TASK).where(TASK.ID.in(victims)).execute();
+  }
+}

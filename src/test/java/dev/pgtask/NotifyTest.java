@@ -1,0 +1,163 @@
+package dev.pgtask;
+
+import static dev.pgtask.SqlEnqueueTest.exec;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pgtask.testsupport.TestDatabase;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+
+/**
+ * Wake-ups: a commit that enqueued tasks sends one NOTIFY on channel "pgtask" per queue, whose
+ * payload is the queue name only; nothing is sent for a rolled-back transaction.
+ *
+ * <p>Each test ends with a "fence": a committed enqueue into a queue of its own. Notifications
+ * arrive in commit order, so everything received before the fence's is what the test caused,
+ * and nothing waits on a fixed quiet time.
+ */
+class NotifyTest {
+
+  private static final long WAIT_MILLIS = 10_000;
+  private static final AtomicInteger FENCES = new AtomicInteger();
+
+  private static TestDatabase db;
+  private static PgTask pgtask;
+  private static Connection listener;
+
+  @BeforeAll
+  static void listen() throws SQLException {
+    db = TestDatabase.create("notify");
+    pgtask = PgTask.create(db.dataSource());
+    listener = db.connect();
+    exec(listener, "LISTEN pgtask");
+  }
+
+  @AfterAll
+  static void close() throws SQLException {
+    listener.close();
+    db.close();
+  }
+
+  @BeforeEach
+  void drainEarlierNotifications() throws SQLException {
+    notificationsUntilFence();
+  }
+
+  @Test
+  void tenThousandTaskBatchInOneTransactionSendsOneNotification() throws Exception {
+    List<NewTask> batch = new ArrayList<>();
+    for (int i = 0; i < 10_000; i++) {
+      batch.add(NewTask.of("bulk", Map.of("i", i), TaskOptions.defaults().withQueue("bulk")));
+    }
+    pgtask.enqueueAll(batch);
+    assertThat(notificationsUntilFence()).as("notifications for a 10,000-task batch into queue bulk")
+        .containsExactly("pgtask:bulk");
+  }
+
+  @Test
+  void transactionIntoThreeQueuesSendsOneNotificationPerQueueCarryingOnlyTheQueueName() throws Exception {
+    try (Connection tx = db.connect()) {
+      tx.setAutoCommit(false);
+      for (int i = 0; i < 5; i++) {
+        pgtask.enqueue(tx, NewTask.of("k", Map.of("secret", "do-not-send"), TaskOptions.defaults().withQueue("mail")));
+      }
+      pgtask.enqueueAll(tx, List.of(
+          NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("billing.eu").withTenant("acme")),
+          NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("mail"))));
+      exec(tx, "SELECT pgtask.enqueue(kind => 'k', queue => 'reports:daily', payload => '{\"x\": 1}')");
+      tx.commit();
+    }
+    assertThat(notificationsUntilFence()).as("notifications for a transaction into three queues")
+        .containsExactlyInAnyOrder("pgtask:mail", "pgtask:billing.eu", "pgtask:reports:daily");
+  }
+
+  @Test
+  void rolledBackTransactionSendsNothing() throws Exception {
+    try (Connection tx = db.connect()) {
+      tx.setAutoCommit(false);
+      pgtask.enqueue(tx, NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("rolled-back")));
+      pgtask.enqueueAll(tx, List.of(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("rolled-back"))));
+      tx.rollback();
+    }
+    assertThat(notificationsUntilFence()).as("notifications for a rolled-back transaction").isEmpty();
+  }
+
+  @Test
+  void hundredSingleEnqueuesInOneTransactionSendOneNotification() throws Exception {
+    try (Connection tx = db.connect()) {
+      tx.setAutoCommit(false);
+      for (int i = 0; i < 100; i++) {
+        pgtask.enqueue(tx, NewTask.of("k", Map.of("i", i), TaskOptions.defaults().withQueue("singles")));
+      }
+      tx.commit();
+    }
+    assertThat(notificationsUntilFence()).as("notifications for 100 single enqueues in one transaction")
+        .containsExactly("pgtask:singles");
+  }
+
+  @Test
+  void eachAutocommitEnqueueSendsItsOwnNotification() throws Exception {
+    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("auto")));
+    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("auto")));
+    assertThat(notificationsUntilFence()).as("notifications for two enqueues in two transactions")
+        .containsExactly("pgtask:auto", "pgtask:auto");
+  }
+
+  @Test
+  void taskWaitingBehindItsTenantsHeadSendsNothing() throws Exception {
+    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("tenant-q").withTenant("busy")));
+    assertThat(notificationsUntilFence()).as("notifications for a tenant's first (head) task")
+        .containsExactly("pgtask:tenant-q");
+    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("tenant-q").withTenant("busy")));
+    assertThat(notificationsUntilFence()).as("notifications for a task that waits behind its tenant's head")
+        .isEmpty();
+  }
+
+  @Test
+  void handingATenantsHeadToAWaitingTaskWakesThatTasksQueue() throws Exception {
+    long head = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("head-q").withTenant("handoff")));
+    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("waiting-q").withTenant("handoff")));
+    assertThat(notificationsUntilFence()).as("notifications for a head and a waiting task").containsExactly("pgtask:head-q");
+    try (Connection c = db.connect()) {
+      exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id = " + head);
+    }
+    assertThat(notificationsUntilFence()).as("notifications when the head completed and the waiting task took over")
+        .containsExactly("pgtask:waiting-q");
+  }
+
+  /**
+   * Commits a fence enqueue and returns "channel:payload" of every notification received before
+   * the fence's, failing if the fence does not arrive within {@link #WAIT_MILLIS}.
+   */
+  private static List<String> notificationsUntilFence() throws SQLException {
+    String fence = "fence-" + FENCES.incrementAndGet();
+    pgtask.enqueue(NewTask.of("fence", Map.of(), TaskOptions.defaults().withQueue(fence)));
+    PGConnection pg = listener.unwrap(PGConnection.class);
+    List<String> received = new ArrayList<>();
+    long deadline = System.currentTimeMillis() + WAIT_MILLIS;
+    while (System.currentTimeMillis() < deadline) {
+      PGNotification[] batch = pg.getNotifications((int) Math.max(1, deadline - System.currentTimeMillis()));
+      if (batch == null) {
+        continue;
+      }
+      for (PGNotification n : batch) {
+        if (n.getName().equals("pgtask") && n.getParameter().equals(fence)) {
+          return received;
+        }
+        received.add(n.getName() + ":" + n.getParameter());
+      }
+    }
+    throw new AssertionError("the fence notification " + fence + " did not arrive within " + WAIT_MILLIS
+        + " ms; received before it: " + received);
+  }
+}

@@ -1,0 +1,170 @@
+package dev.pgtask.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.NewTask;
+import dev.pgtask.PgTask;
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.TaskOptions;
+import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.maintenance.Maintenance;
+import dev.pgtask.internal.sql.ClaimQueries;
+import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.Sql;
+import dev.pgtask.testsupport.Db;
+import dev.pgtask.testsupport.Leaks;
+import dev.pgtask.testsupport.TestDatabase;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.jooq.DSLContext;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Rescue of tasks whose worker is gone, never of live ones; fencing of zombies. */
+class RescueTest {
+
+  static TestDatabase db;
+  static HikariDataSource pool;
+  static PgTask pgtask;
+  static Db sql;
+
+  @BeforeAll
+  static void setUp() {
+    db = TestDatabase.create("rescue");
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(db.url());
+    config.setUsername(db.user());
+    config.setPassword(db.password());
+    config.setMaximumPoolSize(12);
+    pool = new HikariDataSource(config);
+    pgtask = PgTask.create(pool);
+    sql = new Db(db);
+  }
+
+  @AfterAll
+  static void tearDown() {
+    pool.close();
+    db.close();
+  }
+
+  @BeforeEach
+  void clean() throws Exception {
+    sql.exec("DELETE FROM pgtask.task");
+  }
+
+  private Maintenance maintenance() {
+    PgTaskWorker w = PgTaskWorker.builder(pool).concurrency(2).handler("x", (c, p) -> { }).build();
+    return new Maintenance(w.config().withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
+        new WorkerStats(), () -> { }, () -> { });
+  }
+
+  /** Claims like a worker that then dies: the claim commits, nothing else happens. */
+  private List<ClaimQueries.Claimed> claimAsGhost(int n, String ghost) {
+    return ClaimQueries.claimAvailable(Sql.using(pool), List.of("default"), List.of("test.task"), n, ghost,
+        Duration.ofSeconds(30)).tasks();
+  }
+
+  private void expireLeases() throws Exception {
+    sql.exec("UPDATE pgtask.task SET lease_until = now() - interval '1 second' WHERE state = 'running'");
+  }
+
+  @Test
+  void tasksOfALostWorkerAreRescuedWithAWorkerLostEntry() throws Exception {
+    long id = pgtask.enqueue(NewTask.of("test.task", null));
+    long exhausted = pgtask.enqueue(NewTask.of("test.task", null, TaskOptions.defaults().withMaxAttempts(1)));
+    assertThat(claimAsGhost(10, "ghost:1")).hasSize(2);
+    assertThat(maintenance().rescuePass()).as("rescued before the lease expired").isZero();
+    expireLeases();
+    assertThat(maintenance().rescuePass()).as("rescued after the lease expired").isEqualTo(2);
+    assertThat(sql.text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("retryable 1");
+    assertThat(sql.text("SELECT last_error FROM pgtask.tasks WHERE id = " + id)).startsWith("worker lost: ghost:1");
+    assertThat(sql.text("SELECT state FROM pgtask.tasks WHERE id = " + exhausted)).as("out of attempts").isEqualTo("discarded");
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND run_at <= now()")).as("claimable at once").isEqualTo(1);
+  }
+
+  @Test
+  void aSlowButAliveWorkerIsNeverRobbed() throws Exception {
+    PgTaskWorker slow = PgTaskWorker.builder(pool).concurrency(2).leaseDuration(Duration.ofMillis(200))
+        .pollInterval(Duration.ofMillis(200))
+        .handler("test.task", (ctx, p) -> Thread.sleep(2_000)).build().start();
+    try {
+      long id = pgtask.enqueue(NewTask.of("test.task", null));
+      await().atMost(Duration.ofSeconds(5)).until(() -> sql.count(
+          "SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND state = 'running' AND lease_until < now()") == 1);
+      assertThat(maintenance().rescuePass()).as("tasks rescued from a live executor holding the row").isZero();
+      await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(sql.text("SELECT state FROM pgtask.tasks WHERE id = " + id)));
+      assertThat(sql.count("SELECT attempt FROM pgtask.task WHERE id = " + id)).as("attempts used").isEqualTo(1);
+    } finally {
+      slow.close();
+    }
+    Leaks.assertNoAdvisoryLocks(db);
+  }
+
+  @Test
+  void aZombieCannotCompleteOrFailATaskSomeoneElseClaimed() throws Exception {
+    long id = pgtask.enqueue(NewTask.of("test.task", null));
+    ClaimQueries.Claimed ghostClaim = claimAsGhost(1, "zombie:1").get(0);
+    expireLeases();
+    assertThat(maintenance().rescuePass()).isEqualTo(1);
+    ClaimQueries.Claimed fresh = claimAsGhost(1, "fresh:2").get(0);
+    assertThat(fresh.attempt()).isEqualTo(2);
+    Fence zombie = new Fence(id, "zombie:1", ghostClaim.attempt());
+    try (Connection c = pool.getConnection()) {
+      c.setAutoCommit(false);
+      DSLContext tx = Sql.using(c);
+      assertThat(ExecuteQueries.lockForExecution(tx, zombie, "pgtask test", 10_000, 1))
+          .isEqualTo(ExecuteQueries.LockResult.FENCED_OUT);
+      assertThat(ExecuteQueries.complete(tx, zombie)).as("rows the zombie completed").isZero();
+      c.rollback();
+      c.setAutoCommit(true);
+      assertThat(ExecuteQueries.fail(Sql.using(c), zombie, "late failure", Duration.ZERO, false)).isNull();
+      assertThat(ExecuteQueries.release(Sql.using(c), zombie, Duration.ZERO)).isZero();
+    }
+    assertThat(sql.text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("running 2");
+    assertThat(sql.text("SELECT owner FROM pgtask.task WHERE id = " + id)).isEqualTo("fresh:2");
+  }
+
+  @Test
+  void concurrentRescuePassesNeverRescueATaskTwice() throws Exception {
+    List<NewTask> tasks = new ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      tasks.add(NewTask.of("test.task", null));
+    }
+    pgtask.enqueueAll(tasks);
+    assertThat(claimAsGhost(300, "ghost:2")).hasSize(300);
+    expireLeases();
+    ExecutorService threads = Executors.newFixedThreadPool(4);
+    List<Callable<Integer>> passes = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      Maintenance m = maintenance();
+      passes.add(() -> {
+        int n = 0;
+        for (int k = 0; k < 5; k++) {
+          n += m.rescuePass();
+        }
+        return n;
+      });
+    }
+    int total = 0;
+    for (Future<Integer> f : threads.invokeAll(passes)) {
+      total += f.get();
+    }
+    threads.shutdown();
+    assertThat(total).as("tasks rescued by all passes together").isEqualTo(300);
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE jsonb_array_length(errors) <> 1"))
+        .as("tasks with other than exactly one worker-lost entry").isZero();
+    Leaks.assertNoAdvisoryLocks(db);
+  }
+}
