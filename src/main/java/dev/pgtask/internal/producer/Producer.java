@@ -35,6 +35,7 @@ public final class Producer {
   private final DSLContext dsl;
   private final Semaphore wakeups = new Semaphore(0);
   private final List<String> kinds;
+  private final dev.pgtask.internal.tenant.TenantNames tenantNames;
   private volatile boolean running;
   private Thread thread;
 
@@ -44,6 +45,7 @@ public final class Producer {
     this.executor = executor;
     this.dsl = Sql.using(config.dataSource());
     this.kinds = config.kinds();
+    this.tenantNames = new dev.pgtask.internal.tenant.TenantNames(config.dataSource());
   }
 
   public void start() {
@@ -127,7 +129,7 @@ public final class Producer {
       }
       stats.claimQueries.incrementAndGet();
       Claim claim = ClaimQueries.claimAvailable(dsl, config.queues(), kinds, room,
-          config.workerId(), config.leaseDuration());
+          config.workerId(), config.leaseDuration(), tenantNames::name);
       List<Claimed> tasks = claim.tasks();
       stats.claimed.addAndGet(tasks.size());
       if (!tasks.isEmpty()) {

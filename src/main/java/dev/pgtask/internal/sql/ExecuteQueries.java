@@ -36,7 +36,7 @@ public final class ExecuteQueries {
 
   private static Condition fenced(Fence f) {
     return TASK.ID.eq(f.id())
-        .and(TASK.STATE.eq(TaskState.running))
+        .and(TASK.STATE.eq(DSL.inline(TaskState.running)))
         .and(TASK.OWNER.eq(f.owner()))
         .and(TASK.ATTEMPT.eq(f.attempt()));
   }
@@ -86,16 +86,23 @@ public final class ExecuteQueries {
       return 0;
     }
     String owner = fences.get(0).owner();
-    java.util.List<org.jooq.Row2<Long, Integer>> rows = new java.util.ArrayList<>(fences.size());
-    for (Fence f : fences) {
-      rows.add(DSL.row(f.id(), f.attempt()));
+    Long[] ids = new Long[fences.size()];
+    Integer[] attempts = new Integer[fences.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = fences.get(i).id();
+      attempts[i] = fences.get(i).attempt();
     }
+    // two array binds: one statement shape whatever the batch size
+    var u = DSL.unnest(DSL.val(ids)).withOrdinality().as("u", "id", "ord");
+    Field<Integer> attempt = DSL.arrayGet(DSL.val(attempts), u.field("ord", Long.class).cast(SQLDataType.INTEGER));
     return dsl.update(TASK)
-        .set(TASK.STATE, TaskState.completed)
+        .set(TASK.STATE, DSL.inline(TaskState.completed))
         .set(TASK.FINISHED_AT, clockTimestamp())
-        .setNull(TASK.LEASE_UNTIL)
-        .where(DSL.row(TASK.ID, TASK.ATTEMPT).in(rows))
-        .and(TASK.STATE.eq(TaskState.running))
+        .set(TASK.LEASE_UNTIL, DSL.inline((java.time.Instant) null, TASK.LEASE_UNTIL))
+        .from(u)
+        .where(TASK.ID.eq(u.field("id", Long.class)))
+        .and(TASK.ATTEMPT.eq(attempt))
+        .and(TASK.STATE.eq(DSL.inline(TaskState.running)))
         .and(TASK.OWNER.eq(owner))
         .execute();
   }
@@ -108,11 +115,17 @@ public final class ExecuteQueries {
     if (ids.isEmpty()) {
       return 0;
     }
+    // SKIP LOCKED: a row locked by a task transaction is alive anyway, and waiting for it could
+    // deadlock with that transaction's next lock
+    var held = TASK.as("h");
     return dsl.update(TASK)
         .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
-        .where(TASK.ID.in(ids))
-        .and(TASK.STATE.eq(TaskState.running))
-        .and(TASK.OWNER.eq(owner))
+        .where(TASK.ID.in(DSL.select(held.ID).from(held)
+            .where(held.ID.in(ids))
+            .and(held.STATE.eq(DSL.inline(TaskState.running)))
+            .and(held.OWNER.eq(owner))
+            .forNoKeyUpdate()
+            .skipLocked()))
         .execute();
   }
 
@@ -143,7 +156,7 @@ public final class ExecuteQueries {
    */
   public static int release(DSLContext dsl, Fence f, Duration delay) {
     var q = dsl.update(TASK)
-        .set(TASK.STATE, TaskState.available)
+        .set(TASK.STATE, DSL.inline(TaskState.available))
         .set(TASK.ATTEMPT, TASK.ATTEMPT.minus(1))
         .setNull(TASK.OWNER)
         .setNull(TASK.LEASE_UNTIL);
@@ -160,7 +173,7 @@ public final class ExecuteQueries {
    */
   public static int snooze(DSLContext dsl, Fence f, Duration delay) {
     return dsl.update(TASK)
-        .set(TASK.STATE, TaskState.available)
+        .set(TASK.STATE, DSL.inline(TaskState.available))
         .set(TASK.MAX_ATTEMPTS, TASK.MAX_ATTEMPTS.plus(1))
         .set(TASK.RUN_AT, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay))))
         .setNull(TASK.OWNER)
@@ -172,7 +185,7 @@ public final class ExecuteQueries {
   /** Marks a running task cancelled (its handler was stopped). Locks: the task row. */
   public static int cancelled(DSLContext dsl, Fence f, String reason) {
     return dsl.update(TASK)
-        .set(TASK.STATE, TaskState.cancelled)
+        .set(TASK.STATE, DSL.inline(TaskState.cancelled))
         .set(TASK.FINISHED_AT, clockTimestamp())
         .set(TASK.ERRORS, appendError(f, reason))
         .setNull(TASK.LEASE_UNTIL)

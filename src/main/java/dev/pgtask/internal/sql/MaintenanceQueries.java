@@ -32,10 +32,19 @@ public final class MaintenanceQueries {
 
   private MaintenanceQueries() {}
 
-  /** Takes a pass's lock in the caller's transaction; false when another pass holds it. */
-  public static boolean tryPassLock(DSLContext tx, int namespace, int key) {
-    return Boolean.TRUE.equals(tx.select(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
-        DSL.val(namespace), DSL.val(key))).fetchOne().value1());
+  /**
+   * Takes a pass's lock in the caller's transaction; false when another pass holds it. The same
+   * statement bounds the transaction on the server (statement and idle-in-transaction timeouts), so
+   * a worker frozen in the middle of a pass loses its session and the lock instead of stopping that
+   * pass cluster-wide.
+   */
+  public static boolean tryPassLock(DSLContext tx, int namespace, int key, Duration serverTimeout) {
+    String ms = Long.toString(serverTimeout.toMillis());
+    return Boolean.TRUE.equals(tx.select(
+            DSL.function("set_config", SQLDataType.CLOB, DSL.inline("statement_timeout"), DSL.val(ms), DSL.inline(true)),
+            DSL.function("set_config", SQLDataType.CLOB, DSL.inline("idle_in_transaction_session_timeout"), DSL.val(ms), DSL.inline(true)),
+            DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, DSL.val(namespace), DSL.val(key)))
+        .fetchOne().value3());
   }
 
   /**
@@ -50,7 +59,7 @@ public final class MaintenanceQueries {
     Task e = TASK.as("e");
     CommonTableExpression<Record1<Long>> expired = DSL.name("expired").as(
         DSL.select(e.ID).from(e)
-            .where(e.STATE.eq(TaskState.running))
+            .where(e.STATE.eq(DSL.inline(TaskState.running)))
             .and(e.LEASE_UNTIL.lt(DSL.currentInstant()))
             .orderBy(e.LEASE_UNTIL)
             .limit(limit)
@@ -85,11 +94,21 @@ public final class MaintenanceQueries {
    */
   public static int repairTenantHeads(DSLContext tx) {
     Task w = TASK.as("w");
-    var tenants = DSL.selectDistinct(w.TENANT_ID).from(w).where(w.BLOCKED.isTrue()).asTable("t");
-    Field<Integer> tid = tenants.field(w.TENANT_ID);
-    Field<String> promoted = Routines.promoteTenant(tid);
+    Task h = TASK.as("h");
+    var waiting = DSL.selectDistinct(w.TENANT_ID).from(w).where(w.BLOCKED.isTrue()).asTable("t");
+    Field<Integer> tid = waiting.field(w.TENANT_ID);
+    // only tenants without a running or due head: one index probe per waiting tenant
+    var headless = DSL.select(tid).from(waiting)
+        .whereNotExists(DSL.selectOne().from(h)
+            .where(h.TENANT_ID.eq(tid))
+            .and(h.BLOCKED.isFalse())
+            .and(h.STATE.eq(DSL.inline(TaskState.running))
+                .or(h.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable))
+                    .and(h.RUN_AT.le(DSL.currentInstant())))))
+        .asTable("headless");
+    Field<String> promoted = Routines.promoteTenant(headless.field(tid));
     return tx.select(DSL.count().filterWhere(promoted.isNotNull()))
-        .from(tenants)
+        .from(headless)
         .fetchOne()
         .value1();
   }
@@ -106,7 +125,7 @@ public final class MaintenanceQueries {
     java.util.Map<String, QueueSample> out = new java.util.HashMap<>();
     for (var r : dsl.select(TASK.QUEUE, DSL.count(), oldest, DSL.currentInstant())
         .from(TASK)
-        .where(TASK.STATE.in(TaskState.available, TaskState.retryable))
+        .where(TASK.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
         .and(TASK.BLOCKED.isFalse())
         .and(TASK.QUEUE.in(queues))
         .and(TASK.RUN_AT.le(DSL.currentInstant()))
@@ -125,9 +144,9 @@ public final class MaintenanceQueries {
     Task p = TASK.as("p");
     Field<java.time.Instant> now = DSL.currentInstant();
     var victims = DSL.select(p.ID).from(p)
-        .where(p.STATE.eq(TaskState.completed)
+        .where(p.STATE.eq(DSL.inline(TaskState.completed))
             .and(p.FINISHED_AT.lt(now.minus(DSL.val(DayToSecond.valueOf(completedRetention))))))
-        .or(p.STATE.in(TaskState.cancelled, TaskState.discarded)
+        .or(p.STATE.in(DSL.inline(TaskState.cancelled), DSL.inline(TaskState.discarded))
             .and(p.FINISHED_AT.lt(now.minus(DSL.val(DayToSecond.valueOf(failedRetention))))))
         .limit(limit)
         .forUpdate()
