@@ -1,0 +1,199 @@
+package dev.pgtask.cli;
+
+import java.io.PrintWriter;
+import java.sql.SQLException;
+import java.util.Locale;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.ScopeType;
+
+/**
+ * {@code bin/pgtask}: the command line of pgtask. Each subcommand is its own class, registered in
+ * {@link #SUBCOMMANDS}; it implements {@code Callable<Integer>} and returns an {@link ExitCodes}
+ * value or throws ({@link CliException} for an expected failure with its own code). Errors are one
+ * line on stderr; {@code --verbose} adds the stack trace and debug logging.
+ */
+@Command(
+    name = "pgtask",
+    mixinStandardHelpOptions = true,
+    versionProvider = Main.Version.class,
+    description = "A PostgreSQL-native task queue: migrate the schema, run workers.",
+    footerHeading = "%nConnection:%n",
+    footer = {
+        "  --url, else PGTASK_URL, else PGHOST PGPORT PGDATABASE PGUSER PGPASSWORD (defaults:",
+        "  localhost, 5432, the OS user, database = user). URLs: jdbc:postgresql://... or postgresql://...",
+        "%nExit codes: 0 ok, 1 failed, 2 usage error, 3 cannot connect."},
+    subcommandsRepeatable = false)
+public final class Main implements Runnable {
+
+  /** The subcommands, in help order. Add new commands here. */
+  static final Class<?>[] SUBCOMMANDS = {MigrateCommand.class, WorkerCommand.class};
+
+  @Option(names = "--verbose", scope = ScopeType.INHERIT,
+      description = "Debug logging, and stack traces with errors.")
+  boolean verbose;
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  /** Runs the CLI and exits the JVM with the command's exit code. */
+  public static void main(String[] args) {
+    System.exit(run(args));
+  }
+
+  /** Runs the CLI in this JVM and returns the exit code (for tests and embedding). */
+  public static int run(String... args) {
+    return commandLine().execute(args);
+  }
+
+  /** A configured command line: subcommands, one-line error handling, exit codes. */
+  public static CommandLine commandLine() {
+    Main main = new Main();
+    CommandLine cmd = new CommandLine(main);
+    for (Class<?> sub : SUBCOMMANDS) {
+      cmd.addSubcommand(sub);
+    }
+    cmd.addSubcommand(new CommandLine.HelpCommand());
+    cmd.setCaseInsensitiveEnumValuesAllowed(true);
+    cmd.setExecutionStrategy(parseResult -> {
+      configureLogging(main.verbose || verboseAnywhere(parseResult));
+      return new CommandLine.RunLast().execute(parseResult);
+    });
+    cmd.setParameterExceptionHandler(Main::onUsageError);
+    cmd.setExecutionExceptionHandler((e, command, parseResult) ->
+        onFailure(e, command, main.verbose || verboseAnywhere(parseResult)));
+    return cmd;
+  }
+
+  @Override
+  public void run() {
+    // "pgtask" alone: show what it can do
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  private static int onUsageError(ParameterException e, String[] args) {
+    CommandLine cmd = e.getCommandLine();
+    PrintWriter err = cmd.getErr();
+    String name = cmd.getCommandSpec().qualifiedName();
+    err.println(name + ": " + oneLine(e.getMessage()) + " (see '" + name + " --help')");
+    err.flush();
+    return ExitCodes.USAGE;
+  }
+
+  private static int onFailure(Exception e, CommandLine command, boolean verbose) {
+    PrintWriter err = command.getErr();
+    String name = command.getCommandSpec().qualifiedName();
+    int code;
+    String message;
+    CliException cli = findCause(e, CliException.class);
+    if (cli != null) {
+      code = cli.exitCode();
+      message = cli.getMessage();
+    } else if (isConnectionFailure(e)) {
+      code = ExitCodes.CANNOT_CONNECT;
+      message = "cannot connect: " + describe(findCause(e, SQLException.class));
+    } else {
+      code = ExitCodes.FAILURE;
+      message = describe(e);
+    }
+    err.println(name + ": " + oneLine(message));
+    if (verbose) {
+      e.printStackTrace(err);
+    }
+    err.flush();
+    return code;
+  }
+
+  /** True when the failure is about reaching the server: network, login, missing database. */
+  static boolean isConnectionFailure(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException s && s.getSQLState() != null) {
+        String state = s.getSQLState();
+        if (state.startsWith("08") || state.startsWith("28") || state.equals("3D000") || state.equals("57P03")) {
+          return true;
+        }
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return false;
+  }
+
+  /** The first cause of {@code type} in the chain of {@code e} (including {@code e}), or {@code null}. */
+  static <T extends Throwable> T findCause(Throwable e, Class<T> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return type.cast(t);
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return null;
+  }
+
+  /** A readable message for an unexpected exception: its own message, or its type and its cause's. */
+  static String describe(Throwable e) {
+    String msg = e.getMessage();
+    if (msg == null || msg.isBlank()) {
+      Throwable cause = e.getCause();
+      return e.getClass().getSimpleName() + (cause != null ? ": " + describe(cause) : "");
+    }
+    return msg;
+  }
+
+  /** Collapses a multi-line message into one line. */
+  static String oneLine(String message) {
+    if (message == null) {
+      return "";
+    }
+    return message.strip().replaceAll("\\s*[\\r\\n]+\\s*", "; ").replaceAll("\\s{2,}", " ");
+  }
+
+  private static boolean verboseAnywhere(ParseResult parseResult) {
+    for (ParseResult p = parseResult; p != null; p = p.subcommand()) {
+      if (p.hasMatchedOption("--verbose")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Configures slf4j-simple (the CLI's logger; the library itself never configures logging):
+   * timestamps, one line per event, pool internals quiet unless {@code --verbose}. Explicit
+   * {@code -Dorg.slf4j.simpleLogger.*} settings win.
+   */
+  static void configureLogging(boolean verbose) {
+    String p = "org.slf4j.simpleLogger.";
+    setDefault(p + "showDateTime", "true");
+    setDefault(p + "dateTimeFormat", "HH:mm:ss.SSS");
+    setDefault(p + "showShortLogName", "true");
+    setDefault(p + "levelInBrackets", "false");
+    setDefault(p + "defaultLogLevel", verbose ? "debug" : "info");
+    setDefault(p + "log.com.zaxxer.hikari", verbose ? "info" : "warn");
+    setDefault(p + "log.org.flywaydb", verbose ? "debug" : "info");
+    setDefault(p + "log.org.jooq", verbose ? "info" : "warn");
+    setDefault(p + "log.org.postgresql", verbose ? "info" : "warn");
+  }
+
+  private static void setDefault(String key, String value) {
+    if (System.getProperty(key) == null) {
+      System.setProperty(key, value);
+    }
+  }
+
+  /** The version from the jar's manifest (or "dev" when run from classes). */
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      String v = Main.class.getPackage().getImplementationVersion();
+      return new String[] {"pgtask " + (v == null ? "dev" : v) + " (Java " + System.getProperty("java.version")
+          + ", " + System.getProperty("os.name").toLowerCase(Locale.ROOT) + ")"};
+    }
+  }
+}

@@ -1,0 +1,239 @@
+package dev.pgtask.cli;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.migrate.Migrations;
+import java.net.InetAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code pgtask worker}: runs a worker process until SIGTERM or SIGINT, then shuts down gracefully
+ * (stop claiming, release unstarted tasks, let running tasks finish until the shutdown timeout) and
+ * exits 0.
+ *
+ * <p>It opens a HikariCP pool of {@code concurrency + 2} connections, each with
+ * {@code application_name = "pgtask <worker id>"}, applies the migrations, and (with
+ * {@code --demo-handlers}) creates the demo's table and registers {@link DemoHandlers}.
+ */
+@Command(name = "worker", mixinStandardHelpOptions = true, sortOptions = false,
+    description = "Run a worker until SIGTERM/SIGINT, then shut down gracefully and exit 0.")
+public final class WorkerCommand implements Callable<Integer> {
+
+  @Mixin
+  ConnectionOptions connection;
+
+  @Option(names = "--queue", paramLabel = "NAME",
+      description = "A queue to work (repeatable). Default: default.")
+  List<String> queues = new ArrayList<>();
+
+  @Option(names = "--concurrency", paramLabel = "N",
+      description = "Tasks executed at once. Default: ${DEFAULT-VALUE}.")
+  int concurrency = PgTaskWorker.DEFAULT_CONCURRENCY;
+
+  @Option(names = "--batch-size", paramLabel = "N",
+      description = "Most tasks claimed by one statement. Default: ${DEFAULT-VALUE}.")
+  int batchSize = PgTaskWorker.DEFAULT_BATCH_SIZE;
+
+  @Option(names = "--poll-interval", paramLabel = "DURATION", converter = DurationConverter.class,
+      description = "Polling interval when no notification arrives (500ms, 8s, 2m, 1h, PT8S). Default: 5s.")
+  Duration pollInterval;
+
+  @Option(names = "--task-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+      description = "Default task timeout. Default: 5m.")
+  Duration taskTimeout;
+
+  @Option(names = "--shutdown-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+      description = "How long running tasks get to finish after SIGTERM/SIGINT. Default: 30s.")
+  Duration shutdownTimeout;
+
+  @Option(names = "--worker-id", paramLabel = "ID",
+      description = "This worker's id, recorded on claimed tasks and in application_name. Default: host:pid.")
+  String workerId;
+
+  @Option(names = "--demo-handlers",
+      description = "Register the demo kinds: " + DemoHandlers.NOOP + ", " + DemoHandlers.SLEEP + ", "
+          + DemoHandlers.RECORD + ", " + DemoHandlers.FAIL + ", " + DemoHandlers.HALT + ".")
+  boolean demoHandlers;
+
+  @Override
+  public Integer call() throws InterruptedException {
+    Logger log = LoggerFactory.getLogger(WorkerCommand.class);
+    ConnectionSettings settings = connection.settings();
+    String id = workerId != null && !workerId.isBlank() ? workerId : defaultWorkerId();
+    String applicationName = "pgtask " + id;
+    if (!demoHandlers) {
+      throw new CliException(ExitCodes.USAGE,
+          "no handlers: the CLI worker runs only the demo kinds for now; add --demo-handlers"
+              + " (your own handlers run in your application with PgTaskWorker)");
+    }
+
+    HikariDataSource pool = settings.openPool("pgtask-worker", concurrency + 2, applicationName);
+    PgTaskWorker worker;
+    try {
+      worker = build(pool, id);
+      settings.checkReachable(applicationName);
+      Migrations.apply(pool);
+      if (demoHandlers) {
+        DemoHandlers.ensureSchema(pool);
+      }
+    } catch (RuntimeException e) {
+      pool.close();
+      throw e;
+    }
+
+    Shutdown shutdown = new Shutdown();
+    shutdown.install();
+    try {
+      try {
+        worker.start();
+      } catch (RuntimeException e) {
+        closeQuietly(worker, pool);
+        throw new CliException(ExitCodes.FAILURE, "cannot start the worker: " + Main.describe(e), e);
+      }
+      log.info("worker {} started: queues {}, concurrency {}, batch size {}, poll interval {}, kinds {}, database {}",
+          id, worker.config().queues(), worker.config().concurrency(), worker.config().batchSize(),
+          human(worker.config().pollInterval()), worker.config().kinds(), settings.describe());
+
+      String signal = shutdown.awaitSignal();
+      log.info("worker {} stopping ({}): no new claims; running tasks get up to {} to finish", id, signal,
+          human(worker.config().shutdownTimeout()));
+      try {
+        worker.close();
+        log.info("worker {} stopped", id);
+      } finally {
+        pool.close();
+      }
+      return ExitCodes.OK;
+    } finally {
+      shutdown.done();
+    }
+  }
+
+  private PgTaskWorker build(HikariDataSource pool, String id) {
+    PgTaskWorker.Builder builder = PgTaskWorker.builder(pool)
+        .workerId(id)
+        .queues(queues.toArray(String[]::new))
+        .concurrency(concurrency)
+        .batchSize(batchSize);
+    if (pollInterval != null) {
+      builder.pollInterval(pollInterval);
+    }
+    if (taskTimeout != null) {
+      builder.taskTimeout(taskTimeout);
+    }
+    if (shutdownTimeout != null) {
+      builder.shutdownTimeout(shutdownTimeout);
+    }
+    if (demoHandlers) {
+      DemoHandlers.register(builder);
+    }
+    try {
+      return builder.build();
+    } catch (IllegalArgumentException e) {
+      throw new CliException(ExitCodes.USAGE, e.getMessage(), e);
+    }
+  }
+
+  private static void closeQuietly(PgTaskWorker worker, HikariDataSource pool) {
+    try {
+      worker.close();
+    } catch (RuntimeException ignored) {
+      // already failing: report the first error
+    } finally {
+      pool.close();
+    }
+  }
+
+  /** {@code host:pid}, like the library's default, so the CLI knows it before building the worker. */
+  static String defaultWorkerId() {
+    String host;
+    try {
+      host = InetAddress.getLocalHost().getHostName();
+    } catch (Exception e) {
+      host = "unknown";
+    }
+    if (host.length() > 24) {
+      host = host.substring(0, 24);
+    }
+    return host + ":" + ProcessHandle.current().pid();
+  }
+
+  private static String human(Duration d) {
+    if (d.toMillis() % 1000 != 0 || d.isZero()) {
+      return d.toMillis() + "ms";
+    }
+    long s = d.toSeconds();
+    if (s % 3600 == 0) {
+      return s / 3600 + "h";
+    }
+    if (s % 60 == 0) {
+      return s / 60 + "m";
+    }
+    return s + "s";
+  }
+
+  /**
+   * Turns SIGTERM/SIGINT into a graceful stop on the main thread, so the process exits 0 after it.
+   * Where the JVM does not let us handle signals (e.g. {@code -Xrs}), a shutdown hook does the same
+   * and waits for the main thread to finish closing.
+   */
+  static final class Shutdown {
+    private final CountDownLatch signalled = new CountDownLatch(1);
+    private final CountDownLatch finished = new CountDownLatch(1);
+    private final AtomicReference<String> signal = new AtomicReference<>();
+    private final AtomicBoolean forced = new AtomicBoolean();
+
+    void install() {
+      boolean handled = true;
+      for (String name : List.of("TERM", "INT")) {
+        try {
+          sun.misc.Signal.handle(new sun.misc.Signal(name), s -> onSignal("SIG" + s.getName()));
+        } catch (IllegalArgumentException | UnsupportedOperationException e) {
+          handled = false;
+        }
+      }
+      String hookReason = handled ? "JVM shutdown" : "signal";
+      // also covers exits we did not ask for (other signals, -Xrs): close before the JVM goes away
+      Thread hook = new Thread(() -> {
+        signal.compareAndSet(null, hookReason);
+        signalled.countDown();
+        try {
+          finished.await(5, TimeUnit.MINUTES);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }, "pgtask-shutdown");
+      Runtime.getRuntime().addShutdownHook(hook);
+    }
+
+    private void onSignal(String name) {
+      if (!signal.compareAndSet(null, name) && forced.compareAndSet(false, true)) {
+        // a second signal: the operator does not want to wait; the database rolls back what was running
+        System.err.println("pgtask worker: " + name + " again, exiting now without waiting for running tasks");
+        Runtime.getRuntime().halt(ExitCodes.FAILURE);
+      }
+      signalled.countDown();
+    }
+
+    String awaitSignal() throws InterruptedException {
+      signalled.await();
+      return signal.get();
+    }
+
+    void done() {
+      finished.countDown();
+    }
+  }
+}
