@@ -58,6 +58,16 @@ public final class WorkerCommand implements Callable<Integer> {
       description = "How long running tasks get to finish after SIGTERM/SIGINT. Default: 30s.")
   Duration shutdownTimeout;
 
+  @Option(names = "--lease-duration", paramLabel = "DURATION", converter = DurationConverter.class,
+      description = "Claim lease: a claimed task whose worker died becomes claimable again after the lease"
+          + " expires and the next rescue pass runs (see docs/failure-modes.md). Default: 30s.")
+  Duration leaseDuration;
+
+  @Option(names = "--rescue-interval", paramLabel = "DURATION", converter = DurationConverter.class,
+      description = "Interval of the maintenance passes (rescue of tasks of lost workers, tenant repair)."
+          + " Default: 10s.")
+  Duration rescueInterval;
+
   @Option(names = "--worker-id", paramLabel = "ID",
       description = "This worker's id, recorded on claimed tasks and in application_name. Default: host:pid.")
   String workerId;
@@ -135,6 +145,12 @@ public final class WorkerCommand implements Callable<Integer> {
     }
     if (shutdownTimeout != null) {
       builder.shutdownTimeout(shutdownTimeout);
+    }
+    if (leaseDuration != null) {
+      builder.leaseDuration(leaseDuration);
+    }
+    if (rescueInterval != null) {
+      builder.rescueInterval(rescueInterval);
     }
     if (demoHandlers) {
       DemoHandlers.register(builder);
