@@ -36,12 +36,26 @@ final class Faults {
 
   private Faults() {}
 
-  /** CLI arguments of a test worker with the short fault settings, then {@code extra}. */
+  /**
+   * CLI arguments of a test worker with the short fault settings; {@code extra} adds options or
+   * overrides these (picocli takes each option once).
+   */
   static String[] args(String workerId, String... extra) {
-    List<String> a = new ArrayList<>(List.of("--worker-id", workerId, "--concurrency", "4",
-        "--poll-interval", "1s", "--lease-duration", LEASE.toMillis() + "ms",
-        "--rescue-interval", RESCUE.toMillis() + "ms", "--shutdown-timeout", "5s"));
-    a.addAll(List.of(extra));
+    java.util.Map<String, String> options = new java.util.LinkedHashMap<>();
+    options.put("--worker-id", workerId);
+    options.put("--concurrency", "4");
+    options.put("--poll-interval", "1s");
+    options.put("--lease-duration", LEASE.toMillis() + "ms");
+    options.put("--rescue-interval", RESCUE.toMillis() + "ms");
+    options.put("--shutdown-timeout", "5s");
+    for (int i = 0; i + 1 < extra.length; i += 2) {
+      options.put(extra[i], extra[i + 1]);
+    }
+    List<String> a = new ArrayList<>();
+    options.forEach((k, v) -> {
+      a.add(k);
+      a.add(v);
+    });
     return a.toArray(String[]::new);
   }
 
