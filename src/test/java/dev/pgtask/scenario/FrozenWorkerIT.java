@@ -78,7 +78,7 @@ class FrozenWorkerIT {
       // the zombie wakes up past its deadline: its watchdog or its handler hits the dead connection,
       // and the fenced outcome matches no row. It then works again: stop the rescuer and feed it.
       assertThat(rescuer.terminate(Duration.ofSeconds(30))).as("rescuer exit code").isZero();
-      sql.exec("SELECT pgtask.enqueue('demo.record', jsonb_build_object('after_wake', i)) FROM generate_series(1, 5)");
+      sql.exec("SELECT pgtask.enqueue('demo.record', jsonb_build_object('after_wake', i)) FROM generate_series(1, 5) i");
       await("the woken zombie executes new tasks").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
           .ignoreExceptions()
           .until(() -> sql.count("SELECT count(*) FROM pgtask_demo.execution WHERE worker = 'zombie'") == 5);
