@@ -45,6 +45,12 @@ public final class PgTaskWorker implements AutoCloseable {
   public static final int DEFAULT_CONCURRENCY = 10;
   /** Default maximum number of tasks claimed by one statement. */
   public static final int DEFAULT_BATCH_SIZE = 50;
+  /** Default number of claimed tasks that may wait locally for a free executor: none. */
+  public static final int DEFAULT_PREFETCH = 0;
+  /** Default number of tasks committed together: one transaction per task. */
+  public static final int DEFAULT_COMMIT_BATCH_SIZE = 1;
+  /** Default longest time a transaction carrying several tasks stays open. */
+  public static final Duration DEFAULT_COMMIT_BATCH_TIME = Duration.ofMillis(50);
   /** Default polling interval, used when no notification arrives. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(5);
   /** Default task timeout. */
@@ -157,6 +163,9 @@ public final class PgTaskWorker implements AutoCloseable {
     private Callable<Connection> listenConnectionFactory;
     private int concurrency = DEFAULT_CONCURRENCY;
     private int batchSize = DEFAULT_BATCH_SIZE;
+    private int prefetch = DEFAULT_PREFETCH;
+    private int commitBatchSize = DEFAULT_COMMIT_BATCH_SIZE;
+    private Duration commitBatchTime = DEFAULT_COMMIT_BATCH_TIME;
     private Duration pollInterval = DEFAULT_POLL_INTERVAL;
     private Duration taskTimeout = DEFAULT_TASK_TIMEOUT;
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
@@ -218,6 +227,32 @@ public final class PgTaskWorker implements AutoCloseable {
     /** Maximum tasks per claim statement (default {@value #DEFAULT_BATCH_SIZE}). */
     public Builder batchSize(int batchSize) {
       this.batchSize = batchSize;
+      return this;
+    }
+
+    /**
+     * Claimed tasks that may wait locally for a free executor (default 0: claim only what can start
+     * at once). A backlog then keeps executors busy without a claim round trip between tasks, and
+     * lets {@link #commitBatch} group tasks; the waiting tasks' leases are kept alive by the
+     * heartbeat. With several workers, prefetched tasks are not available to the others.
+     */
+    public Builder prefetch(int prefetch) {
+      this.prefetch = prefetch;
+      return this;
+    }
+
+    /**
+     * Commit amortization (default 1: one transaction per task). With {@code maxTasks > 1}, an
+     * executor that finds more claimed tasks waiting runs them in one transaction, each in its own
+     * savepoint, and commits after {@code maxTasks} tasks, after {@code maxTime}, or as soon as no
+     * task is waiting. Each task stays atomic: a failing task rolls back only its savepoint, its
+     * failure is recorded in the same transaction; the others' effects and completions commit
+     * together. The price: a task's completion (and its tenant lock) waits for the batch's commit,
+     * and a lost connection re-runs the whole batch. Needs {@link #prefetch} to find waiting tasks.
+     */
+    public Builder commitBatch(int maxTasks, Duration maxTime) {
+      this.commitBatchSize = maxTasks;
+      this.commitBatchTime = maxTime;
       return this;
     }
 
@@ -329,6 +364,14 @@ public final class PgTaskWorker implements AutoCloseable {
       if (batchSize < 1 || batchSize > 10_000) {
         errors.add("batchSize must be 1..10000, was " + batchSize);
       }
+      if (prefetch < 0 || prefetch > 10_000) {
+        errors.add("prefetch must be 0..10000, was " + prefetch);
+      }
+      if (commitBatchSize < 1 || commitBatchSize > 60) {
+        errors.add("commitBatch maxTasks must be 1..60 (savepoints per transaction stay under PostgreSQL's"
+            + " 64 cached subtransactions), was " + commitBatchSize);
+      }
+      requirePositive(errors, "commitBatch maxTime", commitBatchTime);
       requirePositive(errors, "pollInterval", pollInterval);
       requirePositive(errors, "taskTimeout", taskTimeout);
       requireNotNegative(errors, "shutdownTimeout", shutdownTimeout);
@@ -366,7 +409,7 @@ public final class PgTaskWorker implements AutoCloseable {
       }
       String id = workerId != null ? workerId : defaultWorkerId();
       WorkerConfig config = new WorkerConfig(id, dataSource, listen, List.copyOf(queueList),
-          Map.copyOf(handlers), concurrency, batchSize, pollInterval, taskTimeout, shutdownTimeout,
+          Map.copyOf(handlers), concurrency, batchSize, prefetch, commitBatchSize, commitBatchTime, pollInterval, taskTimeout, shutdownTimeout,
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
           listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
           objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules(), metrics);

@@ -34,8 +34,14 @@ import java.util.Properties;
 public record ConnectionSettings(String jdbcUrl, String user, String password, String source) {
 
   private static final String JDBC_PREFIX = "jdbc:postgresql:";
-  private static final String HINT =
-      "point pgtask at a server with --url jdbc:postgresql://HOST:PORT/DB, PGTASK_URL or PGHOST/PGPORT/PGUSER/PGDATABASE";
+  /**
+   * Lets pgjdbc send {@code application_name} in the startup packet instead of a {@code SET} after
+   * login, so a session is never seen in {@code pg_stat_activity} without its name (pgtask needs
+   * PostgreSQL 10+ anyway).
+   */
+  static final String ASSUME_MIN_SERVER_VERSION = "10";
+
+  private static final String HINT = "to use another server, set --url, PGTASK_URL or PGHOST/PGPORT/PGUSER/PGDATABASE";
 
   /** Resolves from the command line option, this process's environment and OS user. */
   public static ConnectionSettings resolve(String urlOption) {
@@ -225,6 +231,7 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
   public void checkReachable(String applicationName) {
     Properties props = driverProperties();
     props.setProperty("ApplicationName", applicationName);
+    props.setProperty("assumeMinServerVersion", ASSUME_MIN_SERVER_VERSION);
     try (Connection c = DriverManager.getConnection(jdbcUrl, props)) {
       c.isValid(5);
     } catch (SQLException e) {
@@ -236,14 +243,16 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
   public CliException cannotConnect(Throwable cause) {
     String msg = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
     return new CliException(ExitCodes.CANNOT_CONNECT,
-        "cannot connect to " + describe() + " (from " + source + "): " + Main.oneLine(msg) + "; " + HINT, cause);
+        "cannot connect to " + describe() + " (from " + source + "): " + Main.oneLine(msg).replaceAll("[.\\s]+$", "")
+            + "; " + HINT, cause);
   }
 
   /**
    * A HikariCP pool over these settings, started lazily by its first {@code getConnection()} (call
    * {@link #checkReachable} first for a one-line error). Every connection it opens carries
-   * {@code applicationName} (pgjdbc's {@code ApplicationName}; a worker's LISTEN connection, derived
-   * from the pool's settings, carries it too).
+   * {@code applicationName} from its first packet (pgjdbc's {@code ApplicationName} with
+   * {@link #ASSUME_MIN_SERVER_VERSION}; a worker's LISTEN connection, derived from the pool's
+   * settings, carries it too).
    */
   public HikariDataSource openPool(String poolName, int maxSize, String applicationName) {
     HikariDataSource pool = new HikariDataSource();
@@ -258,6 +267,7 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
     pool.setMaximumPoolSize(Math.max(1, maxSize));
     pool.setMinimumIdle(Math.min(2, Math.max(1, maxSize)));
     pool.addDataSourceProperty("ApplicationName", applicationName);
+    pool.addDataSourceProperty("assumeMinServerVersion", ASSUME_MIN_SERVER_VERSION);
     return pool;
   }
 

@@ -23,9 +23,10 @@ import picocli.CommandLine.ScopeType;
     description = "A PostgreSQL-native task queue: migrate the schema, run workers.",
     footerHeading = "%nConnection:%n",
     footer = {
-        "  --url, else PGTASK_URL, else PGHOST PGPORT PGDATABASE PGUSER PGPASSWORD (defaults:",
-        "  localhost, 5432, the OS user, database = user). URLs: jdbc:postgresql://... or postgresql://...",
-        "%nExit codes: 0 ok, 1 failed, 2 usage error, 3 cannot connect."},
+        "  --url, else PGTASK_URL, else the libpq variables PGHOST PGPORT PGDATABASE",
+        "  PGUSER PGPASSWORD (defaults: localhost, 5432, the OS user, database = user).",
+        "  URLs: jdbc:postgresql://HOST:PORT/DB?user=U or postgresql://U@HOST:PORT/DB.",
+        "%nExit codes: 0 ok, 1 failed, 2 usage error, 3 cannot connect to the database."},
     subcommandsRepeatable = false)
 public final class Main implements Runnable {
 
@@ -176,7 +177,7 @@ public final class Main implements Runnable {
     setDefault(p + "levelInBrackets", "false");
     setDefault(p + "defaultLogLevel", verbose ? "debug" : "info");
     setDefault(p + "log.com.zaxxer.hikari", verbose ? "info" : "warn");
-    setDefault(p + "log.org.flywaydb", verbose ? "debug" : "info");
+    setDefault(p + "log.org.flywaydb", verbose ? "info" : "warn");
     setDefault(p + "log.org.jooq", verbose ? "info" : "warn");
     setDefault(p + "log.org.postgresql", verbose ? "info" : "warn");
   }
@@ -187,11 +188,20 @@ public final class Main implements Runnable {
     }
   }
 
-  /** The version from the jar's manifest (or "dev" when run from classes). */
+  /** The version from the jar's Maven metadata (or "dev" when run from classes). */
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      String v = Main.class.getPackage().getImplementationVersion();
+      String v = null;
+      try (var in = Main.class.getResourceAsStream("/META-INF/maven/dev.pgtask/pgtask/pom.properties")) {
+        if (in != null) {
+          java.util.Properties p = new java.util.Properties();
+          p.load(in);
+          v = p.getProperty("version");
+        }
+      } catch (java.io.IOException e) {
+        // no version then
+      }
       return new String[] {"pgtask " + (v == null ? "dev" : v) + " (Java " + System.getProperty("java.version")
           + ", " + System.getProperty("os.name").toLowerCase(Locale.ROOT) + ")"};
     }

@@ -59,13 +59,12 @@ public final class WorkerCommand implements Callable<Integer> {
   Duration shutdownTimeout;
 
   @Option(names = "--lease-duration", paramLabel = "DURATION", converter = DurationConverter.class,
-      description = "Claim lease: a claimed task whose worker died becomes claimable again after the lease"
-          + " expires and the next rescue pass runs (see docs/failure-modes.md). Default: 30s.")
+      description = "Claim lease: a task of a worker that died is rescued after this plus the rescue interval."
+          + " Default: 30s.")
   Duration leaseDuration;
 
   @Option(names = "--rescue-interval", paramLabel = "DURATION", converter = DurationConverter.class,
-      description = "Interval of the maintenance passes (rescue of tasks of lost workers, tenant repair)."
-          + " Default: 10s.")
+      description = "Interval of the maintenance passes (rescue, tenant repair). Default: 10s.")
   Duration rescueInterval;
 
   @Option(names = "--worker-id", paramLabel = "ID",

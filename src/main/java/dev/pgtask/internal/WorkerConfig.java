@@ -18,6 +18,9 @@ public record WorkerConfig(
     Map<String, HandlerEntry<?>> handlers,
     int concurrency,
     int batchSize,
+    int prefetch,
+    int commitBatchSize,
+    Duration commitBatchTime,
     Duration pollInterval,
     Duration taskTimeout,
     Duration shutdownTimeout,
@@ -36,7 +39,7 @@ public record WorkerConfig(
   /** This configuration with the lock namespace resolved (e.g. read from pgtask.settings). */
   public WorkerConfig withTenantLockNamespace(int namespace) {
     return new WorkerConfig(workerId, dataSource, listenConnectionFactory, queues, handlers, concurrency,
-        batchSize, pollInterval, taskTimeout, shutdownTimeout, leaseDuration, rescueInterval,
+        batchSize, prefetch, commitBatchSize, commitBatchTime, pollInterval, taskTimeout, shutdownTimeout, leaseDuration, rescueInterval,
         tenantDeferDelay, retryBackoffBase, retryBackoffCap, listenerPingInterval, completedRetention,
         failedRetention, namespace, objectMapper, metrics);
   }

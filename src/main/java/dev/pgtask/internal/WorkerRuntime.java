@@ -57,6 +57,7 @@ public final class WorkerRuntime {
       }
       started = true;
       register();
+      executor.start();
       producer.start();
       listener.start();
       maintenance.start();

@@ -11,8 +11,7 @@ class WorkerFaultOptionsTest {
   void helpListsLeaseRescueAndShutdownOptions() {
     CliRun run = CliRun.of("worker", "--help");
     assertThat(run.exitCode()).isZero();
-    assertThat(run.out()).contains("--lease-duration", "--rescue-interval", "--shutdown-timeout",
-        "docs/failure-modes.md");
+    assertThat(run.out()).contains("--lease-duration", "--rescue-interval", "--shutdown-timeout");
   }
 
   @Test

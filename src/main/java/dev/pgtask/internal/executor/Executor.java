@@ -2,6 +2,7 @@ package dev.pgtask.internal.executor;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.DiscardTaskException;
+import dev.pgtask.HandlerOptions;
 import dev.pgtask.RetryTaskException;
 import dev.pgtask.SnoozeTaskException;
 import dev.pgtask.internal.HandlerEntry;
@@ -15,18 +16,18 @@ import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.jooq.DSLContext;
 import org.postgresql.PGConnection;
 import org.slf4j.Logger;
@@ -34,16 +35,27 @@ import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
 /**
- * Runs claimed tasks, each in its own transaction on a pooled connection.
+ * Runs claimed tasks on {@code concurrency} executor threads.
  *
- * <p>Per task: open a transaction; {@link ExecuteQueries#lockForExecution re-lock the row with
- * fencing} (not ours any more: roll back and forget it), which also takes the tenant's
- * transaction-scoped advisory lock (busy: roll back and release the task for a short delay without
- * spending an attempt); run the handler on that transaction; mark the task completed; commit. On
- * failure: roll back, then record the outcome (retry with backoff, discard, snooze, cancelled) in
- * a short fenced statement on the same connection. A watchdog interrupts handlers at their deadline
- * and cancels their running statement; the transaction also carries server-side timeouts a little
- * above the task timeout, so a frozen JVM cannot hold the row or the tenant lock for ever.
+ * <p>Transactional tasks (the default): a thread opens a transaction on a pooled connection and
+ * for each task {@link ExecuteQueries#lockForExecution re-locks its row with fencing} (not ours any
+ * more: skip it) in the same statement that takes the tenant's transaction-scoped advisory lock
+ * (busy: put the task back for a short delay without spending an attempt) and sets the
+ * transaction-local application_name and server-side timeouts; runs the handler on that
+ * transaction; marks the task completed; commits. A failing handler is rolled back and its outcome
+ * (retry with backoff, discard, snooze, cancelled) is recorded by a fenced statement.
+ *
+ * <p>With commit batching ({@code commitBatch(n, t)}), a thread that finds more claimed tasks
+ * waiting keeps its transaction open for them, each task inside its own savepoint (a failure rolls
+ * back to the savepoint only, which also releases a tenant lock taken after it), and commits after
+ * n tasks, after t, or when nothing waits. Completions are written in one statement at commit.
+ *
+ * <p>Plain-mode kinds run outside any transaction; their completions are written in batches by the
+ * {@link Completer}, which also keeps the leases of tasks held without a transaction alive.
+ *
+ * <p>A watchdog interrupts handlers at their deadline and cancels their running statement; the
+ * transaction also carries server-side timeouts a little above the task timeout, so a frozen JVM
+ * cannot hold a row or a tenant lock for ever.
  */
 public final class Executor {
 
@@ -52,66 +64,95 @@ public final class Executor {
 
   private final WorkerConfig config;
   private final WorkerStats stats;
-  private final ExecutorService threads;
+  private final List<Thread> threads = new ArrayList<>();
   private final ScheduledExecutorService watchdog;
-  private final Semaphore slots;
+  private final LinkedBlockingDeque<Claimed> ready = new LinkedBlockingDeque<>();
   private final Map<Long, RunningTask> running = new ConcurrentHashMap<>();
-  private final AtomicInteger inFlight = new AtomicInteger();
+  private final Completer completer;
+  private final Object capacityMonitor = new Object();
+  private final int capacity;
+  private int outstanding; // guarded by capacityMonitor: claimed tasks not yet handled
   private volatile boolean stopping;
+  private volatile boolean stopped;
 
   public Executor(WorkerConfig config, WorkerStats stats) {
     this.config = config;
     this.stats = stats;
-    AtomicInteger n = new AtomicInteger();
-    this.threads = Executors.newFixedThreadPool(config.concurrency(), r -> {
-      Thread t = new Thread(r, "pgtask-exec-" + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+    this.capacity = config.concurrency() + config.prefetch();
     this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "pgtask-watchdog");
       t.setDaemon(true);
       return t;
     });
-    this.slots = new Semaphore(config.concurrency());
+    this.completer = new Completer(config, stats, this::heldWithoutTransaction);
   }
+
+  public void start() {
+    for (int i = 0; i < config.concurrency(); i++) {
+      Thread t = new Thread(this::loop, "pgtask-exec-" + (i + 1));
+      t.setDaemon(true);
+      threads.add(t);
+      t.start();
+    }
+    completer.start();
+  }
+
+  // ---- capacity, for the producer ----
 
   /**
-   * Blocks until at least one executor slot is free and reserves up to {@code max} free slots.
-   * Returns how many were reserved; give back unused ones with {@link #unreserve}.
+   * Blocks until fewer than concurrency + prefetch claimed tasks are outstanding; returns how many
+   * more may be claimed (at most {@code max}).
    */
-  public int reserve(int max) throws InterruptedException {
-    slots.acquire();
-    int extra = Math.min(max - 1, slots.availablePermits());
-    int got = extra > 0 && slots.tryAcquire(extra) ? extra : 0;
-    return 1 + got;
-  }
-
-  /** Gives back reserved slots that no task used. */
-  public void unreserve(int n) {
-    if (n > 0) {
-      slots.release(n);
+  public int awaitCapacity(int max) throws InterruptedException {
+    synchronized (capacityMonitor) {
+      while (outstanding >= capacity) {
+        capacityMonitor.wait();
+      }
+      return Math.min(max, capacity - outstanding);
     }
   }
 
-  /** Runs a claimed task on a reserved slot. */
-  public void submit(Claimed task) {
-    inFlight.incrementAndGet();
-    try {
-      threads.execute(() -> {
-        try {
-          run(task);
-        } finally {
-          inFlight.decrementAndGet();
-          slots.release();
-        }
-      });
-    } catch (RuntimeException e) {
-      inFlight.decrementAndGet();
-      slots.release();
-      release(new Fence(task.id(), config.workerId(), task.attempt()), Duration.ZERO);
-      throw e;
+  /** Hands claimed tasks to the executor threads. */
+  public void submitAll(List<Claimed> tasks) {
+    if (tasks.isEmpty()) {
+      return;
     }
+    synchronized (capacityMonitor) {
+      outstanding += tasks.size();
+    }
+    ready.addAll(tasks);
+  }
+
+  private void handled() {
+    synchronized (capacityMonitor) {
+      outstanding--;
+      capacityMonitor.notifyAll();
+    }
+  }
+
+  /** Claimed tasks not yet handled (waiting or running). */
+  public int inFlight() {
+    synchronized (capacityMonitor) {
+      return outstanding;
+    }
+  }
+
+  /** The ids of the tasks whose handler is running here. */
+  public List<Long> runningTaskIds() {
+    return List.copyOf(running.keySet());
+  }
+
+  private List<Long> heldWithoutTransaction() {
+    List<Long> ids = new ArrayList<>();
+    for (Claimed c : ready) {
+      ids.add(c.id());
+    }
+    for (RunningTask t : running.values()) {
+      if (t.plain) {
+        ids.add(t.claimed.id());
+      }
+    }
+    return ids;
   }
 
   /** Asks a running task to stop and end cancelled. Returns false when it does not run here. */
@@ -124,29 +165,28 @@ public final class Executor {
     return true;
   }
 
-  /** Number of tasks claimed and not yet finished here. */
-  public int inFlight() {
-    return inFlight.get();
-  }
-
-  /** The ids of the tasks whose handler is running here. */
-  public List<Long> runningTaskIds() {
-    return List.copyOf(running.keySet());
-  }
-
   /**
    * Graceful stop: tasks not yet started are released at once; running tasks get until
    * {@code grace} to finish, then are interrupted, rolled back and released.
    */
   public void shutdown(Duration grace) {
     stopping = true;
-    threads.shutdown();
+    long deadline = System.nanoTime() + grace.toNanos();
     try {
-      if (!threads.awaitTermination(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+      for (Thread t : threads) {
+        long left = deadline - System.nanoTime();
+        if (left > 0) {
+          t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+        }
+      }
+      if (threads.stream().anyMatch(Thread::isAlive)) {
         for (RunningTask t : running.values()) {
           stop(t, RunningTask.StopReason.SHUTDOWN);
         }
-        if (!threads.awaitTermination(10, TimeUnit.SECONDS)) {
+        for (Thread t : threads) {
+          t.join(10_000);
+        }
+        if (threads.stream().anyMatch(Thread::isAlive)) {
           log.warn("pgtask: {} task(s) ignored interruption at shutdown; their transactions end with the process",
               running.size());
         }
@@ -154,6 +194,8 @@ public final class Executor {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } finally {
+      stopped = true;
+      completer.stop();
       watchdog.shutdownNow();
     }
   }
@@ -163,47 +205,109 @@ public final class Executor {
       return;
     }
     synchronized (t) {
-      // under the task's lock: the connection cannot go back to the pool meanwhile
-      Connection c = t.rawConnection();
-      if (c == null) {
+      // under the task's lock: its connection cannot move on to other work meanwhile
+      if (t.detached()) {
         return;
       }
       t.thread.interrupt();
+      Connection c = t.rawConnection();
+      if (c != null) {
+        try {
+          c.unwrap(PGConnection.class).cancelQuery();
+        } catch (Exception e) {
+          log.debug("pgtask: could not cancel the running statement of task {}", t.claimed.id(), e);
+        }
+      }
+    }
+  }
+
+  // ---- executor threads ----
+
+  private void loop() {
+    Group group = null;
+    while (true) {
+      Claimed c;
       try {
-        c.unwrap(PGConnection.class).cancelQuery();
-      } catch (Exception e) {
-        log.debug("pgtask: could not cancel the running statement of task {}", t.claimed.id(), e);
+        if (group != null) {
+          c = ready.poll();
+        } else if (stopping) {
+          c = ready.poll();
+          if (c == null) {
+            return;
+          }
+        } else {
+          c = ready.poll(200, TimeUnit.MILLISECONDS);
+          if (c == null) {
+            continue;
+          }
+        }
+      } catch (InterruptedException e) {
+        continue; // only stop requests interrupt: the loop checks the flags
+      }
+      if (c == null) {
+        commit(group);
+        group = null;
+        continue;
+      }
+      try {
+        if (stopping) {
+          releaseUnstarted(c);
+          continue;
+        }
+        HandlerEntry<?> handler = config.handlers().get(c.kind());
+        if (handler.options().mode() == HandlerOptions.Mode.PLAIN && c.tenantId() == null) {
+          if (group != null) {
+            commit(group);
+            group = null;
+          }
+          withMdc(c, () -> runPlain(c, handler));
+          continue;
+        }
+        if (group == null) {
+          group = Group.open(config);
+          if (group == null) {
+            releaseUnstarted(c);
+            continue;
+          }
+        }
+        Group g = group;
+        withMdc(c, () -> runInGroup(g, c, handler));
+        if (g.broken || g.size() >= config.commitBatchSize()
+            || System.nanoTime() - g.startNanos >= config.commitBatchTime().toNanos()) {
+          commit(g);
+          group = null;
+        }
+      } catch (RuntimeException e) {
+        log.error("pgtask: unexpected failure around task {}; it will be rescued after its lease", c.id(), e);
+      } finally {
+        handled();
+        Thread.interrupted(); // an interrupt meant for a handler must not hit the next task
       }
     }
   }
 
-  private void run(Claimed c) {
-    Fence fence = new Fence(c.id(), config.workerId(), c.attempt());
-    MDC.put("pgtask.task_id", Long.toString(c.id()));
-    MDC.put("pgtask.kind", c.kind());
-    MDC.put("pgtask.queue", c.queue());
-    MDC.put("pgtask.attempt", Integer.toString(c.attempt()));
+  private void releaseUnstarted(Claimed c) {
+    Fence fence = fence(c);
     try {
-      if (stopping) {
-        release(fence, Duration.ZERO);
-        return;
+      if (ExecuteQueries.release(Sql.using(config.dataSource()), fence, Duration.ZERO) == 1) {
+        stats.released.incrementAndGet();
+        config.metrics().finished(c.queue(), c.kind(), "released", Duration.ZERO);
       }
-      HandlerEntry<?> handler = config.handlers().get(c.kind());
-      Duration timeout = handler.options().timeout() != null ? handler.options().timeout() : config.taskTimeout();
-      execute(c, fence, handler, timeout);
     } catch (RuntimeException e) {
-      log.error("pgtask: unexpected failure around task {}; it will be rescued after its lease", c.id(), e);
-    } finally {
-      MDC.remove("pgtask.task_id");
-      MDC.remove("pgtask.kind");
-      MDC.remove("pgtask.queue");
-      MDC.remove("pgtask.attempt");
+      log.warn("pgtask: could not release task {} ({}); it will be rescued after its lease", c.id(), e.getMessage());
     }
   }
 
-  private <T> void execute(Claimed c, Fence fence, HandlerEntry<T> handler, Duration timeout) {
-    JsonNode payloadNode;
+  private Fence fence(Claimed c) {
+    return new Fence(c.id(), config.workerId(), c.attempt());
+  }
+
+  /** Runs one transactional task inside the group's open transaction. */
+  private <T> void runInGroup(Group g, Claimed c, HandlerEntry<T> handler) {
+    Fence fence = fence(c);
+    long startNanos = System.nanoTime();
     T payload;
+    JsonNode payloadNode;
     try {
       payloadNode = config.objectMapper().readTree(c.payload().data());
       payload = JsonNode.class.equals(handler.payloadType())
@@ -211,93 +315,87 @@ public final class Executor {
           : config.objectMapper().treeToValue(payloadNode, handler.payloadType());
     } catch (Exception e) {
       // never echo the payload: Jackson's messages quote it
-      recordOutcome(null, fence, Outcome.discard("payload does not match " + handler.payloadType().getName()
-          + " (" + e.getClass().getSimpleName() + ")"));
+      g.record(c, Outcome.discard("payload does not match " + handler.payloadType().getName()
+          + " (" + e.getClass().getSimpleName() + ")"), startNanos);
       return;
     }
+    Duration timeout = timeout(handler);
     long serverTimeoutMillis = timeout.toMillis() + Math.max(5_000, timeout.toMillis() / 10);
-    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payloadNode);
-    Connection conn;
+    LockResult lock;
     try {
-      conn = config.dataSource().getConnection();
-    } catch (SQLException e) {
-      log.warn("pgtask: no connection to run task {}: {}", c.id(), e.getMessage());
-      release(fence, Duration.ZERO);
-      return;
-    }
-    Outcome outcome;
-    ScheduledFuture<?> timer = null;
-    try {
-      conn.setAutoCommit(false);
-      DSLContext tx = Sql.using(conn);
-      LockResult lock = ExecuteQueries.lockForExecution(tx, fence,
+      lock = ExecuteQueries.lockForExecution(g.tx, fence,
           truncate("pgtask task " + c.id() + " " + config.workerId()), serverTimeoutMillis,
           config.tenantLockNamespace());
-      if (lock == LockResult.FENCED_OUT) {
-        conn.rollback();
-        log.info("pgtask: task {} attempt {} is no longer ours; abandoned", c.id(), c.attempt());
-        return;
+    } catch (RuntimeException e) {
+      g.broken = true;
+      g.failure = e;
+      g.members.add(new Member(c, (Fence) null, startNanos));
+      return;
+    }
+    if (lock == LockResult.FENCED_OUT) {
+      log.info("pgtask: task {} attempt {} is no longer ours; abandoned", c.id(), c.attempt());
+      return;
+    }
+    if (lock == LockResult.TENANT_BUSY) {
+      stats.deferred.incrementAndGet();
+      config.metrics().tenantDeferred(c.queue());
+      g.record(c, Outcome.defer(config.tenantDeferDelay()), startNanos);
+      return;
+    }
+    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payloadNode, false);
+    Savepoint savepoint = null;
+    ScheduledFuture<?> timer = null;
+    Outcome outcome;
+    try {
+      if (g.batching) {
+        savepoint = g.conn.setSavepoint();
       }
-      if (lock == LockResult.TENANT_BUSY) {
-        conn.rollback();
-        stats.deferred.incrementAndGet();
-        finish(conn, fence, Outcome.release(config.tenantDeferDelay()));
-        return;
-      }
-      task.attach(conn, tx);
+      task.attach(g.conn, g.tx);
       running.put(c.id(), task);
       timer = watchdog.schedule(() -> stop(task, RunningTask.StopReason.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
-      if (stopping && task.requestStop(RunningTask.StopReason.SHUTDOWN)) {
-        conn.rollback();
-        outcome = Outcome.release(Duration.ZERO);
-      } else {
-        outcome = runHandler(handler, task, payload, tx, conn);
+      if (stopping) {
+        task.requestStop(RunningTask.StopReason.SHUTDOWN);
       }
-    } catch (SQLException | RuntimeException e) {
-      // the task's own statements failed (connection lost, server timeout, ...)
+      outcome = task.stopReason() == RunningTask.StopReason.NONE ? runHandler(handler, task, payload) : outcomeOfStop(task);
+    } catch (SQLException e) {
       outcome = Outcome.retry(describe(e), backoff(c.attempt()));
-      rollbackQuietly(conn);
     } finally {
       if (timer != null) {
         timer.cancel(false);
       }
       running.remove(c.id());
       task.detach();
-      Thread.interrupted(); // an interrupt meant for the handler must not hit the bookkeeping
+      Thread.interrupted();
     }
+    if (outcome == null) {
+      g.completed.add(new Member(c, fence, startNanos));
+      return;
+    }
+    // undo the handler's work: back to the savepoint, or the whole (single-task) transaction
     try {
-      if (outcome != null) {
-        finish(conn, fence, outcome);
+      if (savepoint != null) {
+        g.conn.rollback(savepoint);
+      } else {
+        g.conn.rollback();
       }
-    } finally {
-      closeQuietly(conn);
+    } catch (SQLException e) {
+      g.broken = true;
+      g.failure = e;
+      g.members.add(new Member(c, (Fence) null, startNanos));
+      return;
     }
+    g.record(c, outcome, startNanos);
   }
 
-  /** Runs the handler and commits on success; returns the outcome to record, or null when committed. */
-  private <T> Outcome runHandler(HandlerEntry<T> handler, RunningTask task, T payload, DSLContext tx, Connection conn)
-      throws SQLException {
+  /** Runs the handler; returns null on success (completion pending), else what to record. */
+  private <T> Outcome runHandler(HandlerEntry<T> handler, RunningTask task, T payload) {
     Claimed c = task.claimed;
     try {
       handler.handler().handle(task, payload);
-      RunningTask.StopReason stop = task.stopReason();
-      if (stop != RunningTask.StopReason.NONE) {
-        conn.rollback();
-        return outcomeOfStop(task, stop);
-      }
-      if (ExecuteQueries.complete(tx, task.fence) != 1) {
-        conn.rollback();
-        log.info("pgtask: task {} attempt {} was taken from this worker; rolled back", c.id(), c.attempt());
-        return null;
-      }
-      conn.commit();
-      stats.completed.incrementAndGet();
-      return null;
+      return task.stopReason() == RunningTask.StopReason.NONE ? null : outcomeOfStop(task);
     } catch (Throwable t) {
-      rollbackQuietly(conn);
-      RunningTask.StopReason stop = task.stopReason();
-      if (stop != RunningTask.StopReason.NONE) {
-        return outcomeOfStop(task, stop);
+      if (task.stopReason() != RunningTask.StopReason.NONE) {
+        return outcomeOfStop(task);
       }
       if (t instanceof Error e && !(t instanceof AssertionError) && !(t instanceof StackOverflowError)) {
         throw e;
@@ -316,58 +414,164 @@ public final class Executor {
     }
   }
 
-  private Outcome outcomeOfStop(RunningTask task, RunningTask.StopReason stop) {
-    return switch (stop) {
+  private Outcome outcomeOfStop(RunningTask task) {
+    return switch (task.stopReason()) {
       case CANCELLED -> Outcome.cancelled();
-      case SHUTDOWN -> Outcome.release(Duration.ZERO);
+      case SHUTDOWN -> Outcome.release();
       case TIMED_OUT -> Outcome.retry("timed out after "
           + Duration.between(task.claimed.claimedAt(), task.deadline).toMillis() + " ms", backoff(task.claimed.attempt()));
-      case NONE -> throw new IllegalStateException();
+      case NONE -> throw new IllegalStateException("not stopped");
     };
   }
 
-  /** Records an outcome in a short transaction on the (rolled back) task connection. */
-  private void finish(Connection conn, Fence fence, Outcome outcome) {
-    try {
-      conn.setAutoCommit(true);
-      recordOutcome(Sql.using(conn), fence, outcome);
-    } catch (SQLException | RuntimeException e) {
-      log.warn("pgtask: could not record the outcome of task {} ({}); it will be rescued after its lease",
-          fence.id(), e.getMessage());
+  /** Writes the group's completions and outcomes, commits, and reports; on failure, retries each task. */
+  private void commit(Group g) {
+    if (g == null) {
+      return;
     }
-  }
-
-  private void recordOutcome(DSLContext dsl, Fence fence, Outcome o) {
-    DSLContext ctx = dsl != null ? dsl : Sql.using(config.dataSource());
-    switch (o.kind) {
-      case RETRY, DISCARD -> {
-        TaskState state = ExecuteQueries.fail(ctx, fence, o.error, o.delay, o.kind == Outcome.Kind.DISCARD);
-        if (state == TaskState.discarded) {
-          stats.discarded.incrementAndGet();
-        } else if (state == TaskState.retryable) {
+    try {
+      if (!g.broken) {
+        List<Fence> fences = new ArrayList<>(g.completed.size());
+        for (Member m : g.completed) {
+          fences.add(m.fence);
+        }
+        int done = ExecuteQueries.completeAll(g.tx, fences);
+        if (done != fences.size()) {
+          log.warn("pgtask: {} of {} completions were fenced out at commit", fences.size() - done, fences.size());
+        }
+        for (Member m : g.outcomes) {
+          recordOutcome(g.tx, m.claimed, m.outcome, m.startNanos);
+        }
+        g.conn.commit();
+        for (Member m : g.completed) {
+          stats.completed.incrementAndGet();
+          report(m.claimed, "completed", m.startNanos);
+        }
+        for (Member m : g.outcomes) {
+          countOutcome(m);
+        }
+        g.close();
+        return;
+      }
+    } catch (SQLException | RuntimeException e) {
+      g.broken = true;
+      g.failure = e;
+    }
+    // the transaction is lost with everything in it: each of its tasks gets a fenced retry
+    String why = "task transaction failed: " + describe(g.failure);
+    log.warn("pgtask: {} ({} task(s) affected)", why, g.completed.size() + g.outcomes.size() + g.members.size());
+    g.abandon();
+    List<Claimed> affected = new ArrayList<>();
+    g.completed.forEach(m -> affected.add(m.claimed));
+    g.outcomes.forEach(m -> affected.add(m.claimed));
+    g.members.forEach(m -> affected.add(m.claimed));
+    DSLContext dsl = Sql.using(config.dataSource());
+    for (Claimed c : affected) {
+      try {
+        if (ExecuteQueries.fail(dsl, fence(c), why, backoff(c.attempt()), false) == TaskState.retryable) {
           stats.retried.incrementAndGet();
         }
-      }
-      case RELEASE -> {
-        if (ExecuteQueries.release(ctx, fence, o.delay) == 1 && o.delay.isZero()) {
-          stats.released.incrementAndGet();
-        }
-      }
-      case SNOOZE -> ExecuteQueries.snooze(ctx, fence, o.delay);
-      case CANCELLED -> {
-        if (ExecuteQueries.cancelled(ctx, fence, "cancelled while running") == 1) {
-          stats.cancelled.incrementAndGet();
-        }
+      } catch (RuntimeException e) {
+        log.warn("pgtask: could not record the failure of task {} ({}); it will be rescued after its lease",
+            c.id(), e.getMessage());
       }
     }
   }
 
-  private void release(Fence fence, Duration delay) {
-    try {
-      recordOutcome(null, fence, Outcome.release(delay));
-    } catch (RuntimeException e) {
-      log.warn("pgtask: could not release task {} ({}); it will be rescued after its lease", fence.id(), e.getMessage());
+  private void recordOutcome(DSLContext dsl, Claimed c, Outcome o, long startNanos) {
+    Fence fence = fence(c);
+    switch (o.kind) {
+      case RETRY, DISCARD -> o.resultState = ExecuteQueries.fail(dsl, fence, o.error, o.delay, o.kind == Outcome.Kind.DISCARD);
+      case RELEASE, DEFER -> o.applied = ExecuteQueries.release(dsl, fence, o.delay) == 1;
+      case SNOOZE -> o.applied = ExecuteQueries.snooze(dsl, fence, o.delay) == 1;
+      case CANCELLED -> o.applied = ExecuteQueries.cancelled(dsl, fence, "cancelled while running") == 1;
     }
+  }
+
+  private void countOutcome(Member m) {
+    Outcome o = m.outcome;
+    String name = switch (o.kind) {
+      case RETRY, DISCARD -> o.resultState == TaskState.discarded ? "discarded"
+          : o.resultState == TaskState.retryable ? "retried" : null;
+      case RELEASE -> o.applied ? "released" : null;
+      case DEFER -> null;
+      case SNOOZE -> o.applied ? "snoozed" : null;
+      case CANCELLED -> o.applied ? "cancelled" : null;
+    };
+    if (name == null) {
+      return;
+    }
+    switch (name) {
+      case "discarded" -> stats.discarded.incrementAndGet();
+      case "retried" -> stats.retried.incrementAndGet();
+      case "released" -> stats.released.incrementAndGet();
+      case "cancelled" -> stats.cancelled.incrementAndGet();
+      default -> { }
+    }
+    report(m.claimed, name, m.startNanos);
+  }
+
+  private void report(Claimed c, String outcome, long startNanos) {
+    config.metrics().finished(c.queue(), c.kind(), outcome, Duration.ofNanos(System.nanoTime() - startNanos));
+  }
+
+  // ---- plain mode ----
+
+  private <T> void runPlain(Claimed c, HandlerEntry<T> handler) {
+    Fence fence = fence(c);
+    long startNanos = System.nanoTime();
+    T payload;
+    JsonNode payloadNode;
+    Outcome outcome;
+    try {
+      payloadNode = config.objectMapper().readTree(c.payload().data());
+      payload = JsonNode.class.equals(handler.payloadType())
+          ? handler.payloadType().cast(payloadNode)
+          : config.objectMapper().treeToValue(payloadNode, handler.payloadType());
+    } catch (Exception e) {
+      finishPlain(c, Outcome.discard("payload does not match " + handler.payloadType().getName()
+          + " (" + e.getClass().getSimpleName() + ")"), startNanos);
+      return;
+    }
+    Duration timeout = timeout(handler);
+    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payloadNode, true);
+    ScheduledFuture<?> timer = null;
+    try {
+      running.put(c.id(), task);
+      timer = watchdog.schedule(() -> stop(task, RunningTask.StopReason.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
+      if (stopping) {
+        task.requestStop(RunningTask.StopReason.SHUTDOWN);
+      }
+      outcome = task.stopReason() == RunningTask.StopReason.NONE ? runHandler(handler, task, payload) : outcomeOfStop(task);
+    } finally {
+      if (timer != null) {
+        timer.cancel(false);
+      }
+      running.remove(c.id());
+      task.detach();
+      Thread.interrupted();
+    }
+    if (outcome == null) {
+      completer.complete(c, fence, startNanos);
+    } else {
+      finishPlain(c, outcome, startNanos);
+    }
+  }
+
+  private void finishPlain(Claimed c, Outcome o, long startNanos) {
+    try {
+      recordOutcome(Sql.using(config.dataSource()), c, o, startNanos);
+      countOutcome(new Member(c, o, startNanos));
+    } catch (RuntimeException e) {
+      log.warn("pgtask: could not record the outcome of task {} ({}); it will be rescued after its lease",
+          c.id(), e.getMessage());
+    }
+  }
+
+  // ---- helpers ----
+
+  private Duration timeout(HandlerEntry<?> handler) {
+    return handler.options().timeout() != null ? handler.options().timeout() : config.taskTimeout();
   }
 
   /** Exponential backoff with ±10% jitter: base * 2^(attempt-1), capped. */
@@ -383,7 +587,7 @@ public final class Executor {
     return Duration.ofMillis(Math.max(0, d + j));
   }
 
-  private static String describe(Throwable t) {
+  static String describe(Throwable t) {
     String s = t.getClass().getName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
     String state = Sql.sqlState(t);
     if (state != null && !s.contains(state)) {
@@ -396,27 +600,112 @@ public final class Executor {
     return appName.length() > 63 ? appName.substring(0, 63) : appName;
   }
 
-  private static void rollbackQuietly(Connection c) {
+  private static void withMdc(Claimed c, Runnable r) {
+    MDC.put("pgtask.task_id", Long.toString(c.id()));
+    MDC.put("pgtask.kind", c.kind());
+    MDC.put("pgtask.queue", c.queue());
+    MDC.put("pgtask.attempt", Integer.toString(c.attempt()));
     try {
-      if (!c.getAutoCommit()) {
-        c.rollback();
+      r.run();
+    } finally {
+      MDC.remove("pgtask.task_id");
+      MDC.remove("pgtask.kind");
+      MDC.remove("pgtask.queue");
+      MDC.remove("pgtask.attempt");
+    }
+  }
+
+  /** A task of a group, with what happened to it. */
+  record Member(Claimed claimed, Fence fence, Outcome outcome, long startNanos) {
+    Member(Claimed claimed, Fence fence, long startNanos) {
+      this(claimed, fence, null, startNanos);
+    }
+
+    Member(Claimed claimed, Outcome outcome, long startNanos) {
+      this(claimed, null, outcome, startNanos);
+    }
+  }
+
+  /** One open task transaction and the tasks it carries. */
+  private static final class Group {
+    final Connection conn;
+    final DSLContext tx;
+    final boolean batching;
+    final long startNanos = System.nanoTime();
+    final List<Member> completed = new ArrayList<>();
+    final List<Member> outcomes = new ArrayList<>();
+    final List<Member> members = new ArrayList<>(); // started but lost with a broken transaction
+    boolean broken;
+    Throwable failure;
+
+    private Group(Connection conn, boolean batching) {
+      this.conn = conn;
+      this.tx = Sql.using(conn);
+      this.batching = batching;
+    }
+
+    static Group open(WorkerConfig config) {
+      try {
+        Connection c = config.dataSource().getConnection();
+        try {
+          c.setAutoCommit(false);
+        } catch (SQLException e) {
+          c.close();
+          throw e;
+        }
+        return new Group(c, config.commitBatchSize() > 1);
+      } catch (SQLException e) {
+        log.warn("pgtask: no connection to run tasks: {}", e.getMessage());
+        return null;
       }
-    } catch (SQLException ignored) {
-      // the connection is gone; the server rolled back
+    }
+
+    int size() {
+      return completed.size() + outcomes.size() + members.size();
+    }
+
+    void record(Claimed c, Outcome o, long startNanos) {
+      outcomes.add(new Member(c, o, startNanos));
+    }
+
+    void close() {
+      try {
+        conn.setAutoCommit(true);
+      } catch (SQLException ignored) {
+        // the pool validates it
+      }
+      try {
+        conn.close();
+      } catch (SQLException ignored) {
+        // nothing to do
+      }
+    }
+
+    void abandon() {
+      try {
+        conn.rollback();
+      } catch (SQLException ignored) {
+        // the connection is gone; the server rolled back
+      }
+      close();
     }
   }
 
-  private static void closeQuietly(Connection c) {
-    try {
-      c.close();
-    } catch (SQLException ignored) {
-      // nothing to do
-    }
-  }
+  /** What to record for an attempt that did not complete. */
+  static final class Outcome {
+    enum Kind { RETRY, DISCARD, RELEASE, DEFER, SNOOZE, CANCELLED }
 
-  /** What to record after an attempt that did not commit its completion. */
-  private record Outcome(Kind kind, String error, Duration delay) {
-    enum Kind { RETRY, DISCARD, RELEASE, SNOOZE, CANCELLED }
+    final Kind kind;
+    final String error;
+    final Duration delay;
+    TaskState resultState;
+    boolean applied;
+
+    private Outcome(Kind kind, String error, Duration delay) {
+      this.kind = kind;
+      this.error = error;
+      this.delay = delay;
+    }
 
     static Outcome retry(String error, Duration delay) {
       return new Outcome(Kind.RETRY, error, delay);
@@ -426,8 +715,12 @@ public final class Executor {
       return new Outcome(Kind.DISCARD, error, Duration.ZERO);
     }
 
-    static Outcome release(Duration delay) {
-      return new Outcome(Kind.RELEASE, null, delay);
+    static Outcome release() {
+      return new Outcome(Kind.RELEASE, null, Duration.ZERO);
+    }
+
+    static Outcome defer(Duration delay) {
+      return new Outcome(Kind.DEFER, null, delay);
     }
 
     static Outcome snooze(Duration delay) {

@@ -18,13 +18,17 @@ final class RunningTask implements TaskContext {
   final Fence fence;
   final Instant deadline;
   final Thread thread;
+  /** Plain mode: no transaction, no connection. */
+  final boolean plain;
   private final String workerId;
   private final JsonNode payload;
   private volatile Connection connection;
   private volatile DSLContext dsl;
   private volatile StopReason stopReason = StopReason.NONE;
+  private boolean detached; // guarded by this
 
-  RunningTask(Claimed claimed, Fence fence, Instant deadline, String workerId, JsonNode payload) {
+  RunningTask(Claimed claimed, Fence fence, Instant deadline, String workerId, JsonNode payload, boolean plain) {
+    this.plain = plain;
     this.claimed = claimed;
     this.fence = fence;
     this.deadline = deadline;
@@ -42,6 +46,11 @@ final class RunningTask implements TaskContext {
   synchronized void detach() {
     this.connection = null;
     this.dsl = null;
+    this.detached = true;
+  }
+
+  synchronized boolean detached() {
+    return detached;
   }
 
   /** Records the first reason to stop; later ones do not override it. */
@@ -115,7 +124,9 @@ final class RunningTask implements TaskContext {
   public Connection connection() {
     Connection c = connection;
     if (c == null) {
-      throw new IllegalStateException("no transaction is open for this task");
+      throw new IllegalStateException(plain
+          ? "task " + claimed.id() + " of kind " + claimed.kind() + " runs in plain mode: it has no transaction"
+          : "the task's transaction is over");
     }
     return c;
   }
@@ -124,7 +135,9 @@ final class RunningTask implements TaskContext {
   public DSLContext dsl() {
     DSLContext d = dsl;
     if (d == null) {
-      throw new IllegalStateException("no transaction is open for this task");
+      throw new IllegalStateException(plain
+          ? "task " + claimed.id() + " of kind " + claimed.kind() + " runs in plain mode: it has no transaction"
+          : "the task's transaction is over");
     }
     return d;
   }

@@ -19,11 +19,11 @@ import org.slf4j.LoggerFactory;
  * Decides when to claim, and hands claimed tasks to the executor.
  *
  * <p>It waits for a wake-up (a notification for one of its queues, a listener reconnect) or the
- * poll interval (jittered by up to 10%), then claims in a loop: reserve free executor slots, claim
- * at most that many (and at most the batch size) in one statement, submit them, and claim again at
- * once while claims come back full; a short claim means the queue is drained, so it waits again.
- * It never claims more than it can start, so a claimed task starts at once and no lease runs out
- * while a task waits in a local buffer.
+ * poll interval (jittered by up to 10%), then claims in a loop: wait for room (fewer than
+ * concurrency + prefetch tasks outstanding), claim at most that room (and at most the batch size) in
+ * one statement, hand the tasks to the executor, and claim again at once while claims come back
+ * full; a short claim means the queue is drained, so it waits again. With the default prefetch of
+ * 0 it never claims more than it can start at once.
  */
 public final class Producer {
 
@@ -121,29 +121,21 @@ public final class Producer {
 
   private void drain() throws InterruptedException {
     while (running) {
-      int reserved = executor.reserve(config.batchSize());
-      int used = 0;
-      try {
-        if (!running) {
-          return;
-        }
-        stats.claimQueries.incrementAndGet();
-        Claim claim = ClaimQueries.claimAvailable(dsl, config.queues(), kinds, reserved,
-            config.workerId(), config.leaseDuration());
-        List<Claimed> tasks = claim.tasks();
-        stats.claimed.addAndGet(tasks.size());
-        if (!tasks.isEmpty()) {
-          reportClaims(tasks);
-        }
-        for (Claimed t : tasks) {
-          used++;
-          executor.submit(t);
-        }
-        if (claim.locked() < reserved) {
-          return; // drained: wait for a wake-up or the next poll
-        }
-      } finally {
-        executor.unreserve(reserved - used);
+      int room = executor.awaitCapacity(config.batchSize());
+      if (!running) {
+        return;
+      }
+      stats.claimQueries.incrementAndGet();
+      Claim claim = ClaimQueries.claimAvailable(dsl, config.queues(), kinds, room,
+          config.workerId(), config.leaseDuration());
+      List<Claimed> tasks = claim.tasks();
+      stats.claimed.addAndGet(tasks.size());
+      if (!tasks.isEmpty()) {
+        reportClaims(tasks);
+      }
+      executor.submitAll(tasks);
+      if (claim.locked() < room) {
+        return; // drained: wait for a wake-up or the next poll
       }
     }
   }

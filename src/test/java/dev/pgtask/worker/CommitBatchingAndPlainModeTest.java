@@ -1,0 +1,150 @@
+package dev.pgtask.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.HandlerOptions;
+import dev.pgtask.NewTask;
+import dev.pgtask.PgTask;
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.TaskOptions;
+import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.maintenance.Maintenance;
+import dev.pgtask.testsupport.Db;
+import dev.pgtask.testsupport.Leaks;
+import dev.pgtask.testsupport.TestDatabase;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Commit batching keeps each task atomic; plain mode runs without a transaction and stays fenced. */
+class CommitBatchingAndPlainModeTest {
+
+  static TestDatabase db;
+  static HikariDataSource pool;
+  static PgTask pgtask;
+  static Db sql;
+  PgTaskWorker worker;
+
+  @BeforeAll
+  static void setUp() throws Exception {
+    db = TestDatabase.create("batching");
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(db.url());
+    config.setUsername(db.user());
+    config.setPassword(db.password());
+    config.setMaximumPoolSize(10);
+    pool = new HikariDataSource(config);
+    pgtask = PgTask.create(pool);
+    sql = new Db(db);
+    sql.exec("CREATE TABLE effect (task_id bigint, attempt int, tenant text, started_at timestamptz, finished_at timestamptz)");
+  }
+
+  @AfterAll
+  static void tearDown() {
+    pool.close();
+    db.close();
+  }
+
+  @BeforeEach
+  void clean() throws Exception {
+    sql.exec("DELETE FROM pgtask.task; DELETE FROM effect");
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    if (worker != null) {
+      worker.close();
+    }
+    Leaks.assertNoAdvisoryLocks(db);
+    Leaks.assertPoolConnectionsClean(pool, 4);
+  }
+
+  @Test
+  void batchedCommitsKeepEachTaskAtomicAndTenantsExclusive() throws Exception {
+    worker = PgTaskWorker.builder(pool).concurrency(4).prefetch(100).commitBatch(16, Duration.ofMillis(100))
+        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+        .handler("test.effect", (ctx, p) -> {
+          try (Statement st = ctx.connection().createStatement()) {
+            st.execute("INSERT INTO effect VALUES (" + ctx.taskId() + ", " + ctx.attempt() + ", "
+                + (ctx.tenant() == null ? "NULL" : "'" + ctx.tenant() + "'") + ", clock_timestamp(), NULL)");
+            st.execute("UPDATE effect SET finished_at = clock_timestamp() WHERE task_id = " + ctx.taskId()
+                + " AND attempt = " + ctx.attempt());
+          }
+          if (ctx.taskId() % 7 == 0 && ctx.attempt() == 1) {
+            throw new IllegalStateException("first attempt of every 7th task fails");
+          }
+        }).build().start();
+    List<NewTask> tasks = new ArrayList<>();
+    for (int i = 0; i < 600; i++) {
+      TaskOptions o = i % 3 == 0 ? TaskOptions.defaults() : TaskOptions.defaults().withTenant("t" + (i % 10));
+      tasks.add(NewTask.of("test.effect", null, o));
+    }
+    pgtask.enqueueAll(tasks);
+    await().atMost(Duration.ofSeconds(60)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 600);
+    assertThat(sql.count("SELECT count(*) FROM effect")).as("one effect per task: failed attempts rolled back to their savepoint").isEqualTo(600);
+    assertThat(sql.count("SELECT count(*) FROM effect e JOIN pgtask.task t ON t.id = e.task_id WHERE e.attempt <> t.attempt"))
+        .as("effects from attempts that did not complete").isZero();
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE id % 7 = 0 AND (attempt <> 2 OR jsonb_array_length(errors) <> 1)"))
+        .as("every 7th task: one recorded failure, then success").isZero();
+    assertThat(sql.count("SELECT count(*) FROM effect a JOIN effect b ON a.tenant = b.tenant AND a.task_id < b.task_id "
+        + "AND tstzrange(a.started_at, a.finished_at) && tstzrange(b.started_at, b.finished_at)"))
+        .as("overlapping executions of one tenant").isZero();
+  }
+
+  @Test
+  void plainModeRunsWithoutATransactionCompletesInBatchesAndKeepsLeasesAlive() throws Exception {
+    Set<String> seen = ConcurrentHashMap.newKeySet();
+    AtomicReference<String> tenantConnection = new AtomicReference<>();
+    worker = PgTaskWorker.builder(pool).concurrency(4).leaseDuration(Duration.ofMillis(600))
+        .handler("test.plain", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
+          if (ctx.tenant() != null) {
+            tenantConnection.set(ctx.connection().getMetaData().getURL());
+            return;
+          }
+          try {
+            ctx.connection();
+            seen.add("connection");
+          } catch (IllegalStateException e) {
+            seen.add("no transaction");
+          }
+          if (p.path("slow").asBoolean()) {
+            Thread.sleep(2_000);
+          }
+        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
+        .build().start();
+    List<NewTask> tasks = new ArrayList<>();
+    for (int i = 0; i < 1_000; i++) {
+      tasks.add(NewTask.of("test.plain", null));
+    }
+    pgtask.enqueueAll(tasks);
+    await().atMost(Duration.ofSeconds(30)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 1_000);
+    assertThat(seen).as("what plain handlers saw of a transaction").containsExactly("no transaction");
+
+    long slow = pgtask.enqueue(NewTask.of("test.plain", java.util.Map.of("slow", true)));
+    await().atMost(Duration.ofSeconds(5)).until(() -> "running".equals(sql.text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
+    Maintenance rescue = new Maintenance(worker.config(), new WorkerStats(), () -> { }, () -> { });
+    long until = System.nanoTime() + Duration.ofMillis(1_500).toNanos();
+    while (System.nanoTime() < until) {
+      assertThat(rescue.rescuePass()).as("plain task rescued although its worker renews the lease").isZero();
+      await().pollDelay(Duration.ofMillis(200)).atMost(Duration.ofSeconds(1)).until(() -> true);
+    }
+    await().atMost(Duration.ofSeconds(5)).until(() -> "completed".equals(sql.text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
+    assertThat(sql.count("SELECT attempt FROM pgtask.task WHERE id = " + slow)).isEqualTo(1);
+
+    pgtask.enqueue(NewTask.of("test.plain", null, TaskOptions.defaults().withTenant("acme")));
+    await().atMost(Duration.ofSeconds(5)).until(() -> tenantConnection.get() != null);
+    assertThat(tenantConnection.get()).as("a plain-mode kind's task with a tenant runs in a transaction").startsWith("jdbc:postgresql:");
+  }
+}
