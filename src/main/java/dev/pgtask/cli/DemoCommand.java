@@ -200,14 +200,13 @@ public final class DemoCommand implements Callable<Integer> {
       if (killed == null && progress.completed() * 3 >= progress.total()) {
         killed = pickVictim(dsl, progress);
         if (killed != null) {
-          int running = OpsQueries.selectRunningByWorker(dsl, QUEUE).getOrDefault(killed.id, 0);
           killed.process.destroyForcibly();
           killedAt = OpsQueries.selectClock(dsl);
           killed.process.waitFor(10, TimeUnit.SECONDS);
           say(out, err, console, String.format(Locale.ROOT,
-              "SIGKILL worker %s (pid %d) with %d claimed task%s, at %d/%d done: its transactions roll back;"
+              "SIGKILL worker %s (pid %d) while it holds tasks, at %d/%d done: its transactions roll back;"
                   + " the rescue pass takes its tasks back once their lease (%s) expires",
-              killed.id, killed.process.pid(), running, running == 1 ? "" : "s", progress.completed(), progress.total(),
+              killed.id, killed.process.pid(), progress.completed(), progress.total(),
               Formats.duration(LEASE)));
         }
       }
@@ -238,7 +237,16 @@ public final class DemoCommand implements Callable<Integer> {
       err.flush();
     }
     stopWorkers();
-    return report(dsl, out, progress, killed, killedAt, wallNanos, failure);
+    int code = report(dsl, out, progress, killed, killedAt, wallNanos, failure);
+    if (code == ExitCodes.OK) {
+      for (DemoWorker w : started) {
+        Files.deleteIfExists(w.log);
+      }
+    } else {
+      out.println("worker logs: " + String.join(" ", started.stream().map(w -> w.log.toString()).toList()));
+      out.flush();
+    }
+    return code;
   }
 
   private static long[] secondOldest(ArrayDeque<long[]> samples) {
