@@ -20,18 +20,23 @@ import picocli.CommandLine.ScopeType;
     name = "pgtask",
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
-    description = "A PostgreSQL-native task queue: migrate the schema, run workers.",
+    description = "A PostgreSQL-native task queue: the demo, migrations, workers, and what operators need.",
     footerHeading = "%nConnection:%n",
     footer = {
         "  --url, else PGTASK_URL, else the libpq variables PGHOST PGPORT PGDATABASE",
         "  PGUSER PGPASSWORD (defaults: localhost, 5432, the OS user, database = user).",
         "  URLs: jdbc:postgresql://HOST:PORT/DB?user=U or postgresql://U@HOST:PORT/DB.",
-        "%nExit codes: 0 ok, 1 failed, 2 usage error, 3 cannot connect to the database."},
+        "%nExit codes: 0 ok, 1 failed, 2 usage error or invalid input (nothing stored), 3 cannot connect",
+        "  to the database, 4 no such task, 5 the task is running (or another transaction holds it),",
+        "  6 the task's state does not allow the operation. 'pgtask demo' exits 1 when an invariant failed.",
+        "  With --json, read commands print JSON on stdout; errors stay one line on stderr."},
     subcommandsRepeatable = false)
 public final class Main implements Runnable {
 
   /** The subcommands, in help order. Add new commands here. */
-  static final Class<?>[] SUBCOMMANDS = {MigrateCommand.class, WorkerCommand.class};
+  static final Class<?>[] SUBCOMMANDS = {DemoCommand.class, MigrateCommand.class, WorkerCommand.class,
+      StatusCommand.class, LocksCommand.class, WorkersCommand.class, TasksCommand.class, EnqueueCommand.class,
+      TaskOperation.Cancel.class, TaskOperation.Retry.class, TaskOperation.Delete.class, BenchCommand.class};
 
   @Option(names = "--verbose", scope = ScopeType.INHERIT,
       description = "Debug logging, and stack traces with errors.")

@@ -1,0 +1,486 @@
+package dev.pgtask.cli;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.internal.sql.OpsQueries;
+import dev.pgtask.internal.sql.OpsQueries.Progress;
+import dev.pgtask.internal.sql.Sql;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLocksRecord;
+import dev.pgtask.migrate.Migrations;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import org.jooq.DSLContext;
+import org.jooq.Result;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code pgtask demo}: pgtask's promise, shown live and checked. On the connected database it
+ * migrates, creates {@code pgtask_demo.execution}, clears the previous demo run (that table and the
+ * tasks of queue {@value #QUEUE}; nothing else is touched), starts worker processes (separate JVMs
+ * running {@code pgtask worker --demo-handlers}), enqueues {@code demo.record} tasks over many tenants
+ * through the SQL function {@code pgtask.enqueue}, kills one worker with SIGKILL after a third is
+ * done, and checks from the execution table that every task ran exactly once and that no two
+ * executions of one tenant overlapped. Exits 0 only when every invariant held.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
+    description = {"Run the demo on the connected database: worker processes, thousands of tasks over many tenants,",
+        "one worker killed with SIGKILL midway; then check exactly-once execution and tenant exclusion.",
+        "Touches only queue '" + DemoCommand.QUEUE + "' and schema pgtask_demo. Exit 0 only if every invariant held."})
+public final class DemoCommand implements Callable<Integer> {
+
+  /** The demo's own queue: cleared at the start of each run. */
+  public static final String QUEUE = "pgtask-demo";
+  /** Tenants are named {@code demo-tenant-1}, {@code demo-tenant-2}, ... */
+  public static final String TENANT_PREFIX = "demo-tenant-";
+  /** The longest sleep of a demo task, in milliseconds (each sleeps a random 0..this). */
+  static final int MAX_MS = 20;
+  private static final Duration LEASE = Duration.ofSeconds(5);
+  private static final Duration RESCUE_INTERVAL = Duration.ofSeconds(2);
+  private static final long TICK_MS = 250;
+
+  @Mixin
+  ConnectionOptions connection;
+
+  @Option(names = "--tasks", paramLabel = "N", description = "Tasks to enqueue. Default: ${DEFAULT-VALUE}.")
+  int tasks = 3000;
+
+  @Option(names = "--tenants", paramLabel = "N", description = "Tenants the tasks are spread over. Default: ${DEFAULT-VALUE}.")
+  int tenants = 50;
+
+  @Option(names = "--workers", paramLabel = "N", description = "Worker processes (at least 2). Default: ${DEFAULT-VALUE}.")
+  int workers = 3;
+
+  @Option(names = "--concurrency", paramLabel = "N", description = "Tasks each worker runs at once. Default: ${DEFAULT-VALUE}.")
+  int concurrency = 4;
+
+  @Option(names = "--timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+      description = "Give up (exit 1) when the tasks are not all done after this. Default: 3m.")
+  Duration timeout = Duration.ofMinutes(3);
+
+  @Spec
+  CommandSpec spec;
+
+  private final List<DemoWorker> started = new ArrayList<>();
+
+  @Override
+  public Integer call() throws Exception {
+    validate();
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    ConnectionSettings settings = connection.settings();
+    settings.checkReachable("pgtask demo");
+
+    Thread hook = new Thread(this::stopWorkers, "pgtask-demo-cleanup");
+    Runtime.getRuntime().addShutdownHook(hook);
+    try (HikariDataSource pool = settings.openPool("pgtask-demo", 3, "pgtask demo")) {
+      DSLContext dsl = Sql.using(pool);
+      Migrations.apply(pool);
+      DemoHandlers.ensureSchema(pool);
+      dsl.deleteFrom(DemoHandlers.EXECUTION).execute();
+      OpsQueries.deleteQueue(dsl, QUEUE);
+      out.printf("pgtask demo on %s: %d tasks over %d tenants, %d worker processes x %d, one killed midway%n",
+          settings.describe(), tasks, tenants, workers, concurrency);
+      out.flush();
+      return run(dsl, settings, out, err);
+    } finally {
+      stopWorkers();
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException e) {
+        // the JVM is shutting down: the hook runs (and finds nothing left to stop)
+      }
+    }
+  }
+
+  private void validate() {
+    List<String> problems = new ArrayList<>();
+    if (tasks < 10 || tasks > 1_000_000) {
+      problems.add("--tasks must be between 10 and 1000000");
+    }
+    if (tenants < 1 || tenants > tasks) {
+      problems.add("--tenants must be between 1 and --tasks");
+    }
+    if (workers < 2 || workers > 32) {
+      problems.add("--workers must be between 2 and 32 (one is killed, another must rescue its tasks)");
+    }
+    if (concurrency < 1 || concurrency > 64) {
+      problems.add("--concurrency must be between 1 and 64");
+    }
+    if (timeout.isNegative() || timeout.isZero()) {
+      problems.add("--timeout must be positive");
+    }
+    if (!problems.isEmpty()) {
+      throw new CommandLine.ParameterException(spec.commandLine(), String.join("; ", problems));
+    }
+  }
+
+  private int run(DSLContext dsl, ConnectionSettings settings, PrintWriter out, PrintWriter err)
+      throws IOException, InterruptedException {
+    long t0 = System.nanoTime();
+    String prefix = "demo-" + ProcessHandle.current().pid() + "-w";
+    for (int i = 1; i <= workers; i++) {
+      started.add(DemoWorker.start(prefix + i, settings, concurrency));
+    }
+    out.printf("started %d workers: %s (logs: %s)%n", workers,
+        String.join(", ", started.stream().map(w -> w.id + " pid " + w.process.pid()).toList()),
+        started.get(0).log.getParent().resolve("pgtask-demo-*.log"));
+    out.flush();
+    awaitWorkersUp(dsl, out, t0);
+
+    long enqueueStart = System.nanoTime();
+    OpsQueries.enqueueDemoTasks(dsl, DemoHandlers.RECORD, QUEUE, tasks, tenants, TENANT_PREFIX, MAX_MS);
+    out.printf("enqueued %d %s tasks through pgtask.enqueue in %s%n", tasks, DemoHandlers.RECORD,
+        Formats.duration(Duration.ofNanos(System.nanoTime() - enqueueStart)));
+    out.flush();
+
+    Progress progress = null;
+    DemoWorker killed = null;
+    Instant killedAt = null;
+    int rescuedSeen = 0;
+    boolean snapshotTaken = false;
+    boolean console = System.console() != null;
+    ArrayDeque<long[]> samples = new ArrayDeque<>(); // {nanos, completed}
+    long lastLine = 0;
+    long deadline = enqueueStart + timeout.toNanos();
+    String failure = null;
+    while (true) {
+      progress = OpsQueries.selectProgress(dsl, QUEUE);
+      long now = System.nanoTime();
+      samples.addLast(new long[] {now, progress.completed()});
+      // the rate over the last second or so: keep one sample at least a second old
+      while (samples.size() > 2 && now - secondOldest(samples)[0] >= TimeUnit.SECONDS.toNanos(1)) {
+        samples.removeFirst();
+      }
+      long[] first = samples.peekFirst();
+      double rate = now == first[0] ? 0 : (progress.completed() - first[1]) * 1e9 / (now - first[0]);
+      int rescued = killed == null ? 0 : OpsQueries.selectRescuedFrom(dsl, QUEUE, killed.id).size();
+      String line = String.format(Locale.ROOT, "done %d/%d  running %d  retries %d  %.0f/s  %s", progress.completed(),
+          progress.total(), progress.running(), progress.retried(), rate,
+          Formats.duration(Duration.ofNanos(now - enqueueStart)));
+      if (console) {
+        err.print("\r" + line + "   ");
+        err.flush();
+      } else if (now - lastLine >= TimeUnit.SECONDS.toNanos(1)) {
+        err.println(line);
+        err.flush();
+        lastLine = now;
+      }
+      if (progress.completed() >= progress.total()) {
+        break;
+      }
+      if (now > deadline) {
+        failure = "gave up after " + Formats.duration(timeout) + " (--timeout): " + progress.completed() + " of "
+            + progress.total() + " tasks done";
+        break;
+      }
+      if (started.stream().noneMatch(w -> w.process.isAlive())) {
+        failure = "every worker process has exited; see " + started.get(0).log.getParent().resolve("pgtask-demo-*.log");
+        break;
+      }
+      if (killed == null && progress.completed() * 3 >= progress.total()) {
+        killed = pickVictim(dsl, progress);
+        if (killed != null) {
+          killed.process.destroyForcibly();
+          killedAt = OpsQueries.selectClock(dsl);
+          killed.process.waitFor(10, TimeUnit.SECONDS);
+          say(out, err, console, String.format(Locale.ROOT,
+              "SIGKILL worker %s (pid %d) while it holds tasks, at %d/%d done: its transactions roll back;"
+                  + " the rescue pass takes its tasks back once their lease (%s) expires",
+              killed.id, killed.process.pid(), progress.completed(), progress.total(),
+              Formats.duration(LEASE)));
+        }
+      }
+      if (killed != null && rescued > rescuedSeen) {
+        say(out, err, console, String.format(Locale.ROOT, "rescued %d task%s of %s (worker lost), %s after the kill",
+            rescued - rescuedSeen, rescued - rescuedSeen == 1 ? "" : "s", killed.id,
+            Formats.duration(Duration.between(killedAt, OpsQueries.selectClock(dsl)))));
+        rescuedSeen = rescued;
+      }
+      if (!snapshotTaken && progress.completed() * 4 >= progress.total() && progress.running() > 0) {
+        Result<TenantLocksRecord> locks = OpsQueries.selectTenantLocks(dsl);
+        if (!locks.isEmpty()) {
+          snapshotTaken = true;
+          int shown = Math.min(8, locks.size());
+          StringBuilder b = new StringBuilder("pgtask.tenant_locks right now (" + locks.size() + " held"
+              + (shown < locks.size() ? ", first " + shown + " shown" : "") + "):\n");
+          for (String l : LocksCommand.tenantLocks(locks.subList(0, shown)).render().split("\n")) {
+            b.append("  ").append(l).append('\n');
+          }
+          say(out, err, console, b.toString().stripTrailing());
+        }
+      }
+      Thread.sleep(TICK_MS);
+    }
+    long wallNanos = System.nanoTime() - enqueueStart;
+    if (console) {
+      err.println();
+      err.flush();
+    }
+    stopWorkers();
+    int code = report(dsl, out, progress, killed, killedAt, wallNanos, failure);
+    if (code == ExitCodes.OK) {
+      for (DemoWorker w : started) {
+        Files.deleteIfExists(w.log);
+      }
+    } else {
+      out.println("worker logs: " + String.join(" ", started.stream().map(w -> w.log.toString()).toList()));
+      out.flush();
+    }
+    return code;
+  }
+
+  private static long[] secondOldest(ArrayDeque<long[]> samples) {
+    var it = samples.iterator();
+    it.next();
+    return it.next();
+  }
+
+  /** Waits until every worker has registered (pgtask.workers), so the kill hits a working cluster. */
+  private void awaitWorkersUp(DSLContext dsl, PrintWriter out, long t0) throws InterruptedException {
+    Set<String> ids = new HashSet<>();
+    started.forEach(w -> ids.add(w.id));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (true) {
+      Set<String> up = new HashSet<>(OpsQueries.selectWorkers(dsl).getValues(
+          dev.pgtask.internal.sql.gen.Tables.WORKERS.ID));
+      if (up.containsAll(ids)) {
+        out.printf("all %d workers registered in pgtask.workers after %s%n", ids.size(),
+            Formats.duration(Duration.ofNanos(System.nanoTime() - t0)));
+        out.flush();
+        return;
+      }
+      for (DemoWorker w : started) {
+        if (!w.process.isAlive()) {
+          throw new CliException(ExitCodes.FAILURE, "worker " + w.id + " exited with code " + w.process.exitValue()
+              + " at start: " + w.lastLogLine() + " (log: " + w.log + ")");
+        }
+      }
+      if (System.nanoTime() > deadline) {
+        throw new CliException(ExitCodes.FAILURE, "the workers did not register within 90s (logs: "
+            + started.get(0).log.getParent().resolve("pgtask-demo-*.log") + ")");
+      }
+      Thread.sleep(100);
+    }
+  }
+
+  /** The live worker with the most claimed tasks (at least one), or null to try again later. */
+  private DemoWorker pickVictim(DSLContext dsl, Progress progress) {
+    Map<String, Integer> running = OpsQueries.selectRunningByWorker(dsl, QUEUE);
+    DemoWorker best = null;
+    int most = 0;
+    for (DemoWorker w : started) {
+      int n = running.getOrDefault(w.id, 0);
+      if (w.process.isAlive() && n > most) {
+        best = w;
+        most = n;
+      }
+    }
+    if (best == null && progress.completed() * 3 >= progress.total() * 2) {
+      // late and nobody holds a task at this instant: kill one anyway, so the run shows the crash
+      best = started.stream().filter(w -> w.process.isAlive()).findFirst().orElse(null);
+    }
+    return best;
+  }
+
+  private int report(DSLContext dsl, PrintWriter out, Progress progress, DemoWorker killed, Instant killedAt,
+      long wallNanos, String failure) {
+    List<Execution> executions = dsl
+        .select(DemoHandlers.TASK_ID, DemoHandlers.ATTEMPT, DemoHandlers.TENANT, DemoHandlers.WORKER,
+            DemoHandlers.STARTED_AT, DemoHandlers.FINISHED_AT)
+        .from(DemoHandlers.EXECUTION)
+        .fetch(r -> new Execution(r.value1(), r.value2(), r.value3(), r.value4(),
+            r.value5() == null ? null : r.value5().toInstant(), r.value6() == null ? null : r.value6().toInstant()));
+    Set<Long> taskIds = new HashSet<>(OpsQueries.selectTaskIds(dsl, QUEUE));
+
+    Map<Long, Integer> perTask = new HashMap<>();
+    for (Execution e : executions) {
+      perTask.merge(e.taskId, 1, Integer::sum);
+    }
+    long duplicated = perTask.values().stream().filter(n -> n > 1).count();
+    long missing = taskIds.stream().filter(id -> !perTask.containsKey(id)).count();
+    long strangers = perTask.keySet().stream().filter(id -> !taskIds.contains(id)).count();
+    boolean exactlyOnce = duplicated == 0 && missing == 0 && strangers == 0 && executions.size() == taskIds.size();
+
+    Map<String, List<Execution>> byTenant = new LinkedHashMap<>();
+    for (Execution e : executions) {
+      byTenant.computeIfAbsent(String.valueOf(e.tenant), t -> new ArrayList<>()).add(e);
+    }
+    long overlaps = 0;
+    Map<String, Long> overlapsByTenant = new LinkedHashMap<>();
+    for (Map.Entry<String, List<Execution>> t : byTenant.entrySet()) {
+      long n = overlappingPairs(t.getValue());
+      if (n > 0) {
+        overlapsByTenant.put(t.getKey(), n);
+      }
+      overlaps += n;
+    }
+
+    int rescued = 0;
+    Duration longestRescue = null;
+    Duration lastRescuePass = null;
+    if (killed != null) {
+      Map<Long, Instant> rescuedTasks = OpsQueries.selectRescuedFrom(dsl, QUEUE, killed.id);
+      rescued = rescuedTasks.size();
+      Instant lastRestart = executions.stream().filter(e -> rescuedTasks.containsKey(e.taskId))
+          .map(e -> e.startedAt).filter(s -> s != null).max(Comparator.naturalOrder()).orElse(null);
+      if (lastRestart != null) {
+        longestRescue = Duration.between(killedAt, lastRestart);
+      }
+      Instant lastRescue = rescuedTasks.values().stream().filter(s -> s != null).max(Comparator.naturalOrder()).orElse(null);
+      if (lastRescue != null) {
+        lastRescuePass = Duration.between(killedAt, lastRescue);
+      }
+    }
+
+    boolean allCompleted = progress.completed() == tasks && progress.total() == tasks;
+    boolean ok = failure == null && allCompleted && exactlyOnce && overlaps == 0;
+    double seconds = wallNanos / 1e9;
+    out.println();
+    out.println("pgtask demo report");
+    out.printf("  tasks completed:        %d of %d%s%n", progress.completed(), tasks, allCompleted ? "" : "  <-- FAILED");
+    out.printf("  executed exactly once:  %s (%d executions of %d tasks; %d duplicated, %d missing)%s%n",
+        exactlyOnce ? "yes" : "no", executions.size(), taskIds.size(), duplicated, missing + strangers,
+        exactlyOnce ? "" : "  <-- FAILED");
+    out.printf("  tenant overlaps:        %d (overlapping execution pairs within one tenant, over %d tenants)%s%n",
+        overlaps, byTenant.size(), overlaps == 0 ? "" : "  <-- FAILED " + overlapsByTenant);
+    if (killed == null) {
+      out.println("  worker killed:          none (the run ended before a third was done)");
+    } else {
+      out.printf("  worker killed:          %s (SIGKILL), %d of its tasks rescued%n", killed.id, rescued);
+      out.printf("  longest rescue time:    %s (kill -> its last rescued task running again; taken back by the"
+              + " rescue pass after %s)%n",
+          longestRescue == null ? "n/a" : Formats.duration(longestRescue),
+          lastRescuePass == null ? "n/a" : Formats.duration(lastRescuePass));
+    }
+    out.printf(Locale.ROOT, "  throughput:             %.0f tasks/s%n", progress.completed() / seconds);
+    out.printf("  wall time:              %s (enqueue to last completion)%n", Formats.duration(Duration.ofNanos(wallNanos)));
+    out.printf("  result:                 %s%n", ok ? "OK, every invariant held"
+        : "FAILED" + (failure != null ? ": " + failure : ""));
+    out.flush();
+    return ok ? ExitCodes.OK : ExitCodes.FAILURE;
+  }
+
+  /** Pairs of executions of one tenant whose [started_at, finished_at] intervals intersect. */
+  static long overlappingPairs(List<Execution> executions) {
+    List<Execution> sorted = new ArrayList<>(executions);
+    sorted.sort(Comparator.comparing((Execution e) -> e.startedAt, Comparator.nullsFirst(Comparator.naturalOrder())));
+    long pairs = 0;
+    for (int i = 0; i < sorted.size(); i++) {
+      Instant end = sorted.get(i).finishedAt;
+      for (int j = i + 1; j < sorted.size(); j++) {
+        Instant start = sorted.get(j).startedAt;
+        if (end != null && start != null && !start.isBefore(end)) {
+          break;
+        }
+        pairs++;
+      }
+    }
+    return pairs;
+  }
+
+  /** Prints a narrative line, clearing the live progress line first on a terminal. */
+  private static void say(PrintWriter out, PrintWriter err, boolean console, String text) {
+    if (console) {
+      err.print("\r\033[K");
+      err.flush();
+    }
+    out.println(text);
+    out.flush();
+  }
+
+  /** Stops every worker still running: SIGTERM, up to 10 s to finish, then SIGKILL. Idempotent. */
+  private synchronized void stopWorkers() {
+    for (DemoWorker w : started) {
+      if (w.process.isAlive()) {
+        w.process.destroy();
+      }
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    for (DemoWorker w : started) {
+      try {
+        long left = deadline - System.nanoTime();
+        if (left <= 0 || !w.process.waitFor(left, TimeUnit.NANOSECONDS)) {
+          w.process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        w.process.destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** One committed execution of a demo.record task. */
+  record Execution(long taskId, int attempt, String tenant, String worker, Instant startedAt, Instant finishedAt) {}
+
+  /** A worker process started by the demo. */
+  static final class DemoWorker {
+    final String id;
+    final Process process;
+    final Path log;
+
+    private DemoWorker(String id, Process process, Path log) {
+      this.id = id;
+      this.process = process;
+      this.log = log;
+    }
+
+    /** Starts {@code pgtask worker --demo-handlers} in a new JVM with this JVM's class path. */
+    static DemoWorker start(String id, ConnectionSettings settings, int concurrency) throws IOException {
+      List<String> cmd = new ArrayList<>();
+      cmd.add(javaBinary());
+      cmd.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"));
+      cmd.add("-cp");
+      cmd.add(System.getProperty("java.class.path"));
+      cmd.add(Main.class.getName());
+      cmd.addAll(List.of("worker", "--url", settings.jdbcUrl(), "--demo-handlers", "--queue", QUEUE,
+          "--concurrency", String.valueOf(concurrency), "--lease-duration", LEASE.toSeconds() + "s",
+          "--rescue-interval", RESCUE_INTERVAL.toSeconds() + "s", "--poll-interval", "1s", "--worker-id", id));
+      Path log = Files.createTempFile("pgtask-demo-" + id + "-", ".log");
+      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+      // credentials travel in the environment, not on the command line (visible to ps)
+      if (settings.user() != null) {
+        pb.environment().put("PGUSER", settings.user());
+      }
+      if (settings.password() != null) {
+        pb.environment().put("PGPASSWORD", settings.password());
+      }
+      pb.environment().remove("PGTASK_URL");
+      return new DemoWorker(id, pb.start(), log);
+    }
+
+    String lastLogLine() {
+      try {
+        List<String> lines = Files.readAllLines(log);
+        return lines.isEmpty() ? "(no output)" : Main.oneLine(lines.get(lines.size() - 1));
+      } catch (IOException e) {
+        return "(log unreadable: " + e.getMessage() + ")";
+      }
+    }
+
+    private static String javaBinary() {
+      return ProcessHandle.current().info().command()
+          .filter(c -> c.endsWith("java"))
+          .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    }
+  }
+}

@@ -1,0 +1,95 @@
+package dev.pgtask.cli;
+
+import dev.pgtask.TaskState;
+import dev.pgtask.internal.sql.OpsQueries;
+import dev.pgtask.internal.sql.gen.tables.records.TasksRecord;
+import java.io.PrintWriter;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import org.jooq.Result;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code pgtask tasks}: rows of {@code pgtask.tasks}, newest first, filtered by state, queue and kind. */
+@Command(name = "tasks", mixinStandardHelpOptions = true, sortOptions = false,
+    description = "Tasks, newest first (pgtask.tasks), filtered by state, queue and kind.")
+public final class TasksCommand implements Callable<Integer> {
+
+  /** Rows shown unless {@code --limit} says otherwise. */
+  public static final int DEFAULT_LIMIT = 50;
+
+  @Mixin
+  ConnectionOptions connection;
+
+  @Option(names = "--state", paramLabel = "STATE", converter = StateConverter.class,
+      description = "Only tasks in this state: scheduled, available, running, retryable, completed, cancelled, discarded.")
+  TaskState state;
+
+  @Option(names = "--queue", paramLabel = "QUEUE", description = "Only tasks of this queue.")
+  String queue;
+
+  @Option(names = "--kind", paramLabel = "KIND", description = "Only tasks of this kind.")
+  String kind;
+
+  @Option(names = "--limit", paramLabel = "N", description = "At most N tasks (1 to 10000). Default: ${DEFAULT-VALUE}.")
+  int limit = DEFAULT_LIMIT;
+
+  @Option(names = "--json", description = "Print a JSON array of the pgtask.tasks rows.")
+  boolean json;
+
+  @Spec
+  CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    if (limit < 1 || limit > 10_000) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "Invalid value for option '--limit': " + limit + " is not between 1 and 10000");
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    try (OpsDatabase db = OpsDatabase.open(connection, "pgtask tasks")) {
+      Result<TasksRecord> tasks = db.run(dsl ->
+          OpsQueries.selectTasks(dsl, state == null ? null : state.sqlName(), queue, kind, limit));
+      if (json) {
+        Formats.printJson(out, Formats.json(tasks));
+        return ExitCodes.OK;
+      }
+      TextTable t = new TextTable("ID", "KIND", "QUEUE", "TENANT", "STATE", "ATTEMPT", "PRIORITY", "RUN_AT",
+          "FINISHED_AT", "LAST_ERROR");
+      for (TasksRecord r : tasks) {
+        t.row(r.getId(), r.getKind(), r.getQueue(), r.getTenant(), r.getState(), r.getAttempt() + "/" + r.getMaxAttempts(),
+            r.getPriority(), Formats.text(r.getRunAt()), Formats.text(r.getFinishedAt()), abbreviate(r.getLastError(), 60));
+      }
+      out.print(t.isEmpty() ? "no tasks match\n" : t.render());
+      out.flush();
+    }
+    return ExitCodes.OK;
+  }
+
+  private static String abbreviate(String s, int max) {
+    if (s == null) {
+      return null;
+    }
+    String one = Main.oneLine(s);
+    return one.length() <= max ? one : one.substring(0, max - 1) + "…";
+  }
+
+  /** Parses a state as {@code pgtask.tasks} writes it; names the valid ones otherwise. */
+  static final class StateConverter implements CommandLine.ITypeConverter<TaskState> {
+    @Override
+    public TaskState convert(String value) {
+      try {
+        return TaskState.fromSql(value.trim());
+      } catch (IllegalArgumentException e) {
+        throw new CommandLine.TypeConversionException("'" + value + "' is not a task state; use one of "
+            + Arrays.stream(TaskState.values()).map(s -> s.name().toLowerCase(Locale.ROOT)).collect(Collectors.joining(", ")));
+      }
+    }
+  }
+}

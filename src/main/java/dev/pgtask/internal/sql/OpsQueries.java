@@ -1,0 +1,174 @@
+package dev.pgtask.internal.sql;
+
+import static dev.pgtask.internal.sql.gen.Tables.HEALTH;
+import static dev.pgtask.internal.sql.gen.Tables.QUEUE_SUMMARY;
+import static dev.pgtask.internal.sql.gen.Tables.RUNNING;
+import static dev.pgtask.internal.sql.gen.Tables.TASK;
+import static dev.pgtask.internal.sql.gen.Tables.TASKS;
+import static dev.pgtask.internal.sql.gen.Tables.TENANT_LOCKS;
+import static dev.pgtask.internal.sql.gen.Tables.WORKERS;
+
+import dev.pgtask.internal.sql.gen.Routines;
+import dev.pgtask.internal.sql.gen.enums.TaskState;
+import dev.pgtask.internal.sql.gen.tables.records.HealthRecord;
+import dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord;
+import dev.pgtask.internal.sql.gen.tables.records.RunningRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TasksRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLocksRecord;
+import dev.pgtask.internal.sql.gen.tables.records.WorkersRecord;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.JSONB;
+import org.jooq.Record1;
+import org.jooq.Result;
+import org.jooq.Table;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+
+/**
+ * The reads behind the operator commands of {@code bin/pgtask} ({@code status}, {@code locks},
+ * {@code workers}, {@code tasks}): one method per public view, plus the few queries of
+ * {@code pgtask demo} on its own queue. Views read {@code pg_locks} and {@code pg_stat_activity},
+ * which take no lock.
+ */
+public final class OpsQueries {
+
+  private OpsQueries() {}
+
+  /** Every queue's counts and lag, by queue name. Locks: none. */
+  public static Result<QueueSummaryRecord> selectQueueSummary(DSLContext dsl) {
+    return dsl.selectFrom(QUEUE_SUMMARY).orderBy(QUEUE_SUMMARY.QUEUE).fetch();
+  }
+
+  /** The one row of {@code pgtask.health}. Locks: none. */
+  public static HealthRecord selectHealth(DSLContext dsl) {
+    return dsl.selectFrom(HEALTH).fetchOne();
+  }
+
+  /** Tenant locks held right now, longest held first. Locks: none. */
+  public static Result<TenantLocksRecord> selectTenantLocks(DSLContext dsl) {
+    return dsl.selectFrom(TENANT_LOCKS)
+        .orderBy(TENANT_LOCKS.XACT_START.asc().nullsLast(), TENANT_LOCKS.TENANT)
+        .fetch();
+  }
+
+  /** Running tasks, longest running first; only those with a tenant when {@code withTenantOnly}. Locks: none. */
+  public static Result<RunningRecord> selectRunning(DSLContext dsl, boolean withTenantOnly) {
+    Condition c = withTenantOnly ? RUNNING.TENANT.isNotNull() : DSL.noCondition();
+    return dsl.selectFrom(RUNNING).where(c)
+        .orderBy(RUNNING.STARTED_AT.asc().nullsLast(), RUNNING.TASK_ID)
+        .fetch();
+  }
+
+  /** Live workers (seen in the last minute), by id. Locks: none. */
+  public static Result<WorkersRecord> selectWorkers(DSLContext dsl) {
+    return dsl.selectFrom(WORKERS).orderBy(WORKERS.ID).fetch();
+  }
+
+  /**
+   * Tasks, newest first, filtered by the non-null arguments ({@code state} as the view writes it:
+   * {@code scheduled}, {@code available}, ...). Locks: none.
+   */
+  public static Result<TasksRecord> selectTasks(DSLContext dsl, String state, String queue, String kind, int limit) {
+    List<Condition> where = new ArrayList<>();
+    if (state != null) {
+      where.add(TASKS.STATE.eq(state));
+    }
+    if (queue != null) {
+      where.add(TASKS.QUEUE.eq(queue));
+    }
+    if (kind != null) {
+      where.add(TASKS.KIND.eq(kind));
+    }
+    return dsl.selectFrom(TASKS).where(where).orderBy(TASKS.ID.desc()).limit(limit).fetch();
+  }
+
+  /** One task by id, or {@code null}. Locks: none. */
+  public static TasksRecord selectTask(DSLContext dsl, long id) {
+    return dsl.selectFrom(TASKS).where(TASKS.ID.eq(id)).fetchOne();
+  }
+
+  // ---- pgtask demo: its own queue only ----
+
+  /** The database clock ({@code clock_timestamp()}). Locks: none. */
+  public static Instant selectClock(DSLContext dsl) {
+    return dsl.select(ExecuteQueries.clockTimestamp()).fetchOne(0, Instant.class);
+  }
+
+  /** Deletes every task of {@code queue} (the demo's leftovers). Locks: those task rows. */
+  public static int deleteQueue(DSLContext dsl, String queue) {
+    return dsl.deleteFrom(TASK).where(TASK.QUEUE.eq(queue)).execute();
+  }
+
+  /**
+   * Enqueues {@code count} tasks of {@code kind} in one statement through {@code pgtask.enqueue}:
+   * task {@code g} (1-based) gets tenant {@code tenantPrefix + (g % tenants + 1)} and payload
+   * {@code {"ms": random 0..maxMs}}. Locks: the inserted rows (and the tenant rows it creates).
+   */
+  public static int enqueueDemoTasks(DSLContext dsl, String kind, String queue, int count, int tenants,
+      String tenantPrefix, int maxMs) {
+    Table<Record1<Integer>> series = DSL.generateSeries(1, count).as("g", "n");
+    Field<Integer> n = series.field("n", Integer.class);
+    Field<JSONB> payload = DSL.function("jsonb_build_object", SQLDataType.JSONB, DSL.inline("ms"),
+        DSL.floor(DSL.rand().mul(DSL.inline(maxMs + 1))).cast(SQLDataType.INTEGER));
+    Field<String> tenant = DSL.concat(DSL.inline(tenantPrefix),
+        n.mod(DSL.inline(tenants)).plus(DSL.inline(1)).cast(SQLDataType.CLOB));
+    Field<Long> id = Routines.enqueue(DSL.inline(kind), payload, DSL.inline(queue), tenant,
+        DSL.castNull(SQLDataType.INSTANT), DSL.inline(0), DSL.inline(25), DSL.castNull(SQLDataType.CLOB));
+    return dsl.select(id).from(series).fetch().size();
+  }
+
+  /**
+   * Counts of {@code queue}'s tasks: total, completed, running, and retried (with at least one
+   * error entry). Locks: none.
+   */
+  public static Progress selectProgress(DSLContext dsl, String queue) {
+    var r = dsl.select(
+            DSL.count(),
+            DSL.count().filterWhere(TASK.STATE.eq(TaskState.completed)),
+            DSL.count().filterWhere(TASK.STATE.eq(TaskState.running)),
+            DSL.count().filterWhere(TASK.ERRORS.isNotNull()))
+        .from(TASK)
+        .where(TASK.QUEUE.eq(queue))
+        .fetchOne();
+    return new Progress(r.value1(), r.value2(), r.value3(), r.value4());
+  }
+
+  /** The ids of every task of {@code queue}. Locks: none. */
+  public static List<Long> selectTaskIds(DSLContext dsl, String queue) {
+    return dsl.select(TASK.ID).from(TASK).where(TASK.QUEUE.eq(queue)).fetch(TASK.ID);
+  }
+
+  /** Counts of one queue's tasks. */
+  public record Progress(int total, int completed, int running, int retried) {}
+
+  /** How many of {@code queue}'s tasks each worker is running now (claimed, not finished). Locks: none. */
+  public static Map<String, Integer> selectRunningByWorker(DSLContext dsl, String queue) {
+    return dsl.select(TASK.OWNER, DSL.count())
+        .from(TASK)
+        .where(TASK.QUEUE.eq(queue), TASK.STATE.eq(TaskState.running), TASK.OWNER.isNotNull())
+        .groupBy(TASK.OWNER)
+        .fetchMap(TASK.OWNER, DSL.count());
+  }
+
+  /**
+   * Tasks of {@code queue} that the rescue pass took back from {@code worker}: their error history
+   * has a "worker lost" entry naming it. Returns each task's id and the time of that entry. Locks: none.
+   */
+  public static Map<Long, Instant> selectRescuedFrom(DSLContext dsl, String queue, String worker) {
+    // jsonpath literals: PostgreSQL types the untyped literal from the function's signature
+    Field<JSONB> vars = DSL.function("jsonb_build_object", SQLDataType.JSONB, DSL.inline("w"), DSL.val(worker));
+    String lost = "$[*] ? (@.worker == $w && @.error starts with \"worker lost\")";
+    Field<JSONB> entry = DSL.function("jsonb_path_query_first", SQLDataType.JSONB, TASK.ERRORS, DSL.inline(lost), vars);
+    Field<Instant> at = DSL.jsonbGetAttributeAsText(entry, "at").cast(SQLDataType.INSTANT).as("rescued_at");
+    return dsl.select(TASK.ID, at)
+        .from(TASK)
+        .where(TASK.QUEUE.eq(queue), TASK.ERRORS.isNotNull(), entry.isNotNull())
+        .fetchMap(TASK.ID, at);
+  }
+}

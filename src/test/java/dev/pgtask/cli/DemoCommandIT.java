@@ -1,0 +1,86 @@
+package dev.pgtask.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pgtask.testsupport.Db;
+import dev.pgtask.testsupport.TestDatabase;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code pgtask demo} in-process with small numbers: it starts real worker JVMs, kills one, and its
+ * report proves exactly-once execution and tenant exclusion, from the execution table.
+ */
+class DemoCommandIT {
+
+  private static TestDatabase db;
+
+  @BeforeAll
+  static void database() {
+    db = TestDatabase.create("demo_command");
+  }
+
+  @AfterAll
+  static void drop() {
+    db.close();
+  }
+
+  @Test
+  void theDemoKillsAWorkerAndReportsExactlyOnceNoTenantOverlapAndTheRescue() throws Exception {
+    Db sql = new Db(db);
+    // something of the user's in the same database, which the demo must not touch
+    sql.exec("SELECT pgtask.enqueue('user.kind', queue => 'users-queue')");
+
+    CliRun run = CliRun.of("demo", "--url", db.fullUrl(), "--tasks", "400", "--tenants", "20", "--workers", "2");
+
+    assertThat(run.exitCode()).as("demo exit code; stdout:%n%s%nstderr:%n%s", run.out(), run.err()).isEqualTo(ExitCodes.OK);
+    String out = run.out();
+    assertThat(out).contains("pgtask demo report")
+        .contains("tasks completed:        400 of 400")
+        .contains("executed exactly once:  yes (400 executions of 400 tasks; 0 duplicated, 0 missing)")
+        .contains("tenant overlaps:        0 ")
+        .contains("result:                 OK, every invariant held")
+        .contains("pgtask.tenant_locks right now")
+        .containsPattern("SIGKILL worker demo-\\d+-w\\d");
+    Matcher rescued = Pattern.compile("worker killed:\\s+(\\S+) \\(SIGKILL\\), (\\d+) of its tasks rescued").matcher(out);
+    assertThat(rescued.find()).as("the worker-killed line in:%n%s", out).isTrue();
+    assertThat(Integer.parseInt(rescued.group(2))).as("tasks rescued from the killed worker").isPositive();
+    assertThat(out).containsPattern("longest rescue time:\\s+\\d");
+    assertThat(run.err()).as("progress lines on stderr").contains("done ").contains("/s");
+
+    // the demo's rows are there to inspect; nothing of the user's was touched; no worker left behind
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE queue = 'pgtask-demo' AND state = 'completed'")).isEqualTo(400);
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE queue = 'users-queue'")).isEqualTo(1);
+    // the stopped workers deregistered; the killed one could not, and stays listed until its heartbeat is a minute old
+    assertThat(sql.rows("SELECT id FROM pgtask.workers")).as("workers registered after the demo")
+        .containsExactly(rescued.group(1));
+    List<ProcessHandle> leftovers = ProcessHandle.current().children()
+        .filter(p -> p.isAlive() && p.info().commandLine().orElse("").contains("--demo-handlers")).toList();
+    assertThat(leftovers).as("worker processes still alive").isEmpty();
+
+    // a second run starts from a clean slate: only its own tasks and executions count
+    CliRun again = CliRun.of("demo", "--url", db.fullUrl(), "--tasks", "60", "--tenants", "5", "--workers", "2");
+    assertThat(again.exitCode()).as("second demo; stdout:%n%s%nstderr:%n%s", again.out(), again.err()).isEqualTo(ExitCodes.OK);
+    assertThat(again.out()).contains("executed exactly once:  yes (60 executions of 60 tasks");
+  }
+
+  @Test
+  void withNoServerItSaysInOneLineHowToPointItAtOne() {
+    CliRun run = CliRun.of("demo", "--url", "jdbc:postgresql://127.0.0.1:1/nowhere?user=x");
+    assertThat(run.exitCode()).isEqualTo(ExitCodes.CANNOT_CONNECT);
+    assertThat(run.errLines()).singleElement().asString()
+        .startsWith("pgtask demo: cannot connect to jdbc:postgresql://127.0.0.1:1/nowhere")
+        .contains("set --url, PGTASK_URL or PGHOST/PGPORT/PGUSER/PGDATABASE");
+  }
+
+  @Test
+  void oneWorkerIsAUsageError() {
+    CliRun run = CliRun.of("demo", "--url", db.fullUrl(), "--workers", "1");
+    assertThat(run.exitCode()).isEqualTo(ExitCodes.USAGE);
+    assertThat(run.errLines()).singleElement().asString().contains("--workers must be between 2 and 32");
+  }
+}
