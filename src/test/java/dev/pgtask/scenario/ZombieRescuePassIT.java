@@ -14,17 +14,17 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /**
  * A worker frozen (SIGSTOP, GC death spiral, network black hole) while it runs a rescue pass must
  * not stop everyone else's rescue: the pass's transaction holds the cluster-wide rescue lock
- * {@code (namespace, -1)}, and unlike a task transaction it has no server-side timeout.
+ * {@code (namespace, -1)}, and like a task transaction it carries a server-side timeout
+ * ({@code Maintenance.PASS_SERVER_TIMEOUT}), so the server ends the frozen session and its lock.
  */
 class ZombieRescuePassIT {
 
-  /** What a fixed pass transaction would add at most: its own server-side timeout (5 s proposed). */
+  /** What a frozen pass adds at most: its transaction's server-side timeout. */
   static final Duration PASS_TIMEOUT = Duration.ofSeconds(5);
 
   static TestDatabase db;
@@ -42,10 +42,6 @@ class ZombieRescuePassIT {
   }
 
   @Test
-  @Disabled("bug: Maintenance.inPassTransaction sets no server-side timeout, so a worker frozen inside a rescue "
-      + "pass holds the rescue lock (namespace, -1) for as long as it is frozen and nothing is rescued "
-      + "anywhere; fix: SET LOCAL idle_in_transaction_session_timeout and statement_timeout in the pass "
-      + "transaction (see the report / docs/failure-modes.md)")
   void aWorkerFrozenInsideARescuePassDoesNotStopOtherWorkersRescuing() throws Exception {
     List<WorkerProcess> workers = new ArrayList<>();
     try {

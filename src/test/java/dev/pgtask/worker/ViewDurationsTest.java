@@ -12,21 +12,16 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /**
- * Found while capturing {@code pgtask locks} output: {@code pgtask.running.running_for} and
- * {@code pgtask.tenant_locks.held_for} are {@code now() - xact_start}, and the reader's {@code now()}
- * is its own transaction's start, which can be earlier than the task's transaction start; the CLI
- * then shows "-2ms". {@code clock_timestamp()} (or {@code greatest(..., interval '0')}) would not.
- * In autocommit the window is a few milliseconds (seen in practice); a reader inside a transaction
- * makes it deterministic. Disabled until V3's views are fixed by a new migration.
+ * {@code pgtask.running.running_for} and {@code pgtask.tenant_locks.held_for} are never negative,
+ * even for a reader whose transaction (and so its {@code now()}) started before the task's (V4
+ * measures them with {@code clock_timestamp()}). A reader inside a transaction makes it deterministic.
  */
 class ViewDurationsTest {
 
   @Test
-  @Disabled("bug in db/V3__observability.sql: running_for / held_for use the reader's now(); remove when fixed")
   void runningForAndHeldForAreNeverNegative() throws Exception {
     try (TestDatabase db = TestDatabase.create("view_durations");
         Connection reader = db.connect(); Statement st = reader.createStatement()) {

@@ -37,7 +37,7 @@ public final class Maintenance {
   private static final Duration QUEUE_SAMPLE_INTERVAL = Duration.ofSeconds(15);
   private static final Duration STALE_WORKER_AGE = Duration.ofHours(1);
   /** Server-side bound of one pass's transaction: a frozen worker's pass cannot hold its lock longer. */
-  private static final Duration PASS_SERVER_TIMEOUT = Duration.ofSeconds(10);
+  private static final Duration PASS_SERVER_TIMEOUT = Duration.ofSeconds(5);
   private static final int RESCUE_BATCH = 1_000;
   private static final int PRUNE_BATCH = 5_000;
 

@@ -107,7 +107,7 @@ public class Running extends TableImpl<RunningRecord> {
           t.owner AS worker,
           a.pid AS backend_pid,
           COALESCE(a.xact_start, t.attempted_at) AS started_at,
-          (now() - COALESCE(a.xact_start, t.attempted_at)) AS running_for,
+          GREATEST((clock_timestamp() - COALESCE(a.xact_start, t.attempted_at)), '00:00:00'::interval) AS running_for,
           (EXISTS ( SELECT 1
                  FROM pg_locks l
                 WHERE ((l.locktype = 'advisory'::text) AND l.granted AND (l.pid = a.pid) AND (l.objsubid = 2) AND (l.classid = pgtask.lock_namespace_oid()) AND (l.objid = ((t.tenant_id)::text)::oid)))) AS holds_tenant_lock

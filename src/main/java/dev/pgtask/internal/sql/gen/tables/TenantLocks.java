@@ -89,7 +89,7 @@ public class TenantLocks extends TableImpl<TenantLocksRecord> {
           l.pid AS holder_pid,
           a.application_name,
           a.xact_start,
-          (now() - a.xact_start) AS held_for,
+          GREATEST((clock_timestamp() - a.xact_start), '00:00:00'::interval) AS held_for,
           ARRAY( SELECT w.pid
                  FROM pg_locks w
                 WHERE ((w.locktype = 'advisory'::text) AND (NOT w.granted) AND (w.database = l.database) AND (w.classid = l.classid) AND (w.objid = l.objid) AND (w.objsubid = 2))

@@ -114,7 +114,7 @@ public class Workers extends TableImpl<WorkersRecord> {
           w.concurrency,
           w.started_at,
           w.last_seen,
-          (now() - w.last_seen) AS last_seen_ago
+          GREATEST((clock_timestamp() - w.last_seen), '00:00:00'::interval) AS last_seen_ago
          FROM pgtask.worker w
         WHERE (w.last_seen > (now() - '00:01:00'::interval));
         """), where);
