@@ -21,9 +21,12 @@ public interface TaskContext {
   String tenant();
 
   /**
-   * This attempt's number, starting at 1. It is also the fencing token: a later attempt of the same
-   * task always has a higher number, so a write conditioned on it cannot be applied by a stale
-   * attempt.
+   * This attempt's number, starting at 1. It is also the fencing token for your own writes: an
+   * attempt that runs after this one never has a lower number, so reject writes that carry a lower
+   * attempt than the one already recorded. It can carry the same number only when this attempt gave
+   * it back without committing anything (the worker released the task at shutdown, or deferred it
+   * because its tenant was busy); a snooze raises max_attempts instead and keeps the number. See
+   * docs/failure-modes.md.
    */
   int attempt();
 
