@@ -25,8 +25,9 @@ public interface TaskContext {
    * attempt that runs after this one never has a lower number, so reject writes that carry a lower
    * attempt than the one already recorded. It can carry the same number only when this attempt gave
    * it back without committing anything (the worker released the task at shutdown, or deferred it
-   * because its tenant was busy); a snooze raises max_attempts instead and keeps the number. See
-   * docs/failure-modes.md.
+   * because its tenant was busy), or when a server crash lost the claim of this attempt (claims
+   * commit without waiting for their WAL flush); a snooze raises max_attempts instead and keeps the
+   * number. See docs/failure-modes.md.
    */
   int attempt();
 

@@ -47,7 +47,7 @@ public final class Benchmark {
     }
 
     static Sizes quick() {
-      return new Sizes(10_000, 3, 150, Duration.ZERO);
+      return new Sizes(4_000, 3, 150, Duration.ZERO);
     }
   }
 

@@ -104,8 +104,11 @@ public final class Executor {
    * more may be claimed (at most {@code max}).
    */
   public int awaitCapacity(int max) throws InterruptedException {
+    // with prefetch, wait for room for a good-sized claim: claiming one task per freed slot would
+    // turn the claim round trip into the bottleneck and starve commit batching of waiting tasks
+    int minClaim = config.prefetch() == 0 ? 1 : Math.max(1, Math.min(max, (config.prefetch() + 1) / 2));
     synchronized (capacityMonitor) {
-      while (outstanding >= capacity) {
+      while (capacity - outstanding < minClaim) {
         capacityMonitor.wait();
       }
       return Math.min(max, capacity - outstanding);

@@ -58,6 +58,11 @@ public final class ClaimQueries {
             .and(queueCondition)
             .and(c.RUN_AT.le(DSL.currentInstant()))
             .and(c.KIND.in(kinds))
+            // the claim's commit need not wait for its WAL flush: if the server loses it, the tasks
+            // are simply unclaimed again, and nothing can run them before the claim is durable
+            // (the execution's own commit flushes the WAL up to and including the claim)
+            .and(DSL.field(DSL.select(DSL.function("set_config", SQLDataType.CLOB,
+                DSL.inline("synchronous_commit"), DSL.inline("off"), DSL.inline(true)))).isNotNull())
             .orderBy(c.PRIORITY, c.RUN_AT, c.ID)
             .limit(limit)
             .forUpdate()
