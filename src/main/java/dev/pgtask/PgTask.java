@@ -37,10 +37,12 @@ public final class PgTask {
   private final DataSource dataSource;
   private final ObjectMapper objectMapper;
   private final DSLContext dsl;
+  private final PgTaskMetrics metrics;
 
   private PgTask(Builder b) {
     this.dataSource = b.dataSource;
     this.objectMapper = b.objectMapper;
+    this.metrics = b.metrics;
     this.dsl = Sql.using(dataSource);
   }
 
@@ -226,11 +228,14 @@ public final class PgTask {
 
   private long enqueueWith(DSLContext ctx, NewTask task) {
     EnqueueQueries.Row row = toRow(task, -1);
+    long id;
     try {
-      return EnqueueQueries.enqueue(ctx, row);
+      id = EnqueueQueries.enqueue(ctx, row);
     } catch (RuntimeException e) {
       throw Sql.translate("enqueue", e);
     }
+    metrics.enqueued(row.queue(), 1);
+    return id;
   }
 
   private List<Long> enqueueAllWith(DSLContext ctx, List<NewTask> tasks) {
@@ -239,11 +244,20 @@ public final class PgTask {
     for (int i = 0; i < tasks.size(); i++) {
       rows.add(toRow(tasks.get(i), i));
     }
+    List<Long> ids;
     try {
-      return EnqueueQueries.enqueueBatch(ctx, rows);
+      ids = EnqueueQueries.enqueueBatch(ctx, rows);
     } catch (RuntimeException e) {
       throw Sql.translate("enqueue batch", e);
     }
+    if (metrics != PgTaskMetrics.NOOP) {
+      java.util.Map<String, Integer> perQueue = new java.util.HashMap<>();
+      for (EnqueueQueries.Row r : rows) {
+        perQueue.merge(r.queue(), 1, Integer::sum);
+      }
+      perQueue.forEach(metrics::enqueued);
+    }
+    return ids;
   }
 
   private EnqueueQueries.Row toRow(NewTask task, int index) {
@@ -289,6 +303,7 @@ public final class PgTask {
   public static final class Builder {
     private final DataSource dataSource;
     private ObjectMapper objectMapper;
+    private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -297,6 +312,15 @@ public final class PgTask {
     /** The Jackson mapper for payloads (default: a plain {@code new ObjectMapper()} with modules found on the classpath). */
     public Builder objectMapper(ObjectMapper objectMapper) {
       this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
+      return this;
+    }
+
+    /**
+     * Where to count enqueued tasks (default: nowhere). Counted when the statement succeeds; a
+     * caller's transaction that later rolls back is still counted.
+     */
+    public Builder metrics(PgTaskMetrics metrics) {
+      this.metrics = Objects.requireNonNull(metrics, "metrics");
       return this;
     }
 

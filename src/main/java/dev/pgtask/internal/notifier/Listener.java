@@ -108,8 +108,8 @@ public final class Listener {
         DSLContext dsl = Sql.using(c);
         dsl.select(DSL.function("set_config", SQLDataType.CLOB, DSL.val("application_name"),
             DSL.val(truncate("pgtask listen " + config.workerId())), DSL.inline(false))).fetch();
-        dsl.query("LISTEN " + CHANNEL).execute();
-        dsl.query("LISTEN " + CONTROL_CHANNEL).execute();
+        dsl.query("LISTEN pgtask").execute();          // constant statements: channel names are
+        dsl.query("LISTEN pgtask_control").execute();  // fixed, never built from input
         connection = c;
         if (!first) {
           reconnects.incrementAndGet();
