@@ -124,9 +124,9 @@ class RescueTest {
     try (Connection c = pool.getConnection()) {
       c.setAutoCommit(false);
       DSLContext tx = Sql.using(c);
-      assertThat(ExecuteQueries.lockForExecution(tx, zombie, "pgtask test", 10_000, 1))
+      assertThat(ExecuteQueries.lockForExecution(c, zombie, "pgtask test", 10_000, 1))
           .isEqualTo(ExecuteQueries.LockResult.FENCED_OUT);
-      assertThat(ExecuteQueries.complete(tx, zombie)).as("rows the zombie completed").isZero();
+      assertThat(ExecuteQueries.complete(c, zombie)).as("rows the zombie completed").isZero();
       c.rollback();
       c.setAutoCommit(true);
       assertThat(ExecuteQueries.fail(Sql.using(c), zombie, "late failure", Duration.ZERO, false)).isNull();

@@ -135,8 +135,8 @@ final class Completer {
       for (Pending p : part) {
         fences.add(p.fence());
       }
-      try {
-        int done = ExecuteQueries.completeAll(dsl, fences);
+      try (java.sql.Connection c = config.dataSource().getConnection()) {
+        int done = ExecuteQueries.completeAll(c, fences);
         stats.completed.addAndGet(done);
         if (done < part.size()) {
           log.info("pgtask: {} plain-mode completion(s) were fenced out (the tasks were rescued meanwhile)",
@@ -146,7 +146,7 @@ final class Completer {
           config.metrics().finished(p.claimed().queue(), p.claimed().kind(), "completed",
               Duration.ofNanos(System.nanoTime() - p.startNanos()));
         }
-      } catch (RuntimeException e) {
+      } catch (java.sql.SQLException | RuntimeException e) {
         log.warn("pgtask: recording {} completion(s) failed ({}); retrying", part.size(), e.getMessage());
         lock.lock();
         try {

@@ -326,10 +326,10 @@ public final class Executor {
     long serverTimeoutMillis = timeout.toMillis() + Math.max(5_000, timeout.toMillis() / 10);
     LockResult lock;
     try {
-      lock = ExecuteQueries.lockForExecution(g.tx, fence,
+      lock = ExecuteQueries.lockForExecution(g.conn, fence,
           truncate("pgtask task " + c.id() + " " + config.workerId()), serverTimeoutMillis,
           config.tenantLockNamespace());
-    } catch (RuntimeException e) {
+    } catch (SQLException | RuntimeException e) {
       g.broken = true;
       g.failure = e;
       g.members.add(new Member(c, (Fence) null, startNanos));
@@ -346,22 +346,24 @@ public final class Executor {
       return;
     }
     RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payloadNode, false);
-    Savepoint savepoint = null;
+    // with commit batching the task's savepoint is opened lazily, before the handler's first
+    // database call: a handler that does no database work needs none
+    Savepoint[] savepoint = new Savepoint[1];
+    Connection handlerConnection = TaskConnection.wrap(g.conn, () -> {
+      if (g.batching) {
+        savepoint[0] = g.conn.setSavepoint();
+      }
+    });
     ScheduledFuture<?> timer = null;
     Outcome outcome;
     try {
-      if (g.batching) {
-        savepoint = g.conn.setSavepoint();
-      }
-      task.attach(g.conn, g.tx);
+      task.attach(handlerConnection, Sql.using(handlerConnection), g.conn);
       running.put(c.id(), task);
       timer = watchdog.schedule(() -> stop(task, RunningTask.StopReason.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
       if (stopping) {
         task.requestStop(RunningTask.StopReason.SHUTDOWN);
       }
       outcome = task.stopReason() == RunningTask.StopReason.NONE ? runHandler(handler, task, payload) : outcomeOfStop(task);
-    } catch (SQLException e) {
-      outcome = Outcome.retry(describe(e), backoff(c.attempt()));
     } finally {
       if (timer != null) {
         timer.cancel(false);
@@ -370,16 +372,21 @@ public final class Executor {
       task.detach();
       Thread.interrupted();
     }
-    if (outcome == null) {
-      g.completed.add(new Member(c, fence, startNanos));
-      return;
-    }
-    // undo the handler's work: back to the savepoint, or the whole (single-task) transaction
+    // Success keeps the handler's work, failure undoes it: back to the savepoint, or the whole
+    // (single-task) transaction. The savepoint is then released, so the next task's row lock and
+    // the completions at commit are taken by the top-level transaction: a row locked by one
+    // subtransaction and updated by another would make PostgreSQL create a MultiXact per task.
     try {
-      if (savepoint != null) {
-        g.conn.rollback(savepoint);
-      } else {
-        g.conn.rollback();
+      if (outcome != null) {
+        if (savepoint[0] != null) {
+          g.conn.rollback(savepoint[0]);
+        } else if (!g.batching) {
+          g.conn.rollback();
+        }
+        // batching without a savepoint: the handler never touched the database, nothing to undo
+      }
+      if (savepoint[0] != null) {
+        g.conn.releaseSavepoint(savepoint[0]);
       }
     } catch (SQLException e) {
       g.broken = true;
@@ -387,7 +394,11 @@ public final class Executor {
       g.members.add(new Member(c, (Fence) null, startNanos));
       return;
     }
-    g.record(c, outcome, startNanos);
+    if (outcome == null) {
+      g.completed.add(new Member(c, fence, startNanos));
+    } else {
+      g.record(c, outcome, startNanos);
+    }
   }
 
   /** Runs the handler; returns null on success (completion pending), else what to record. */
@@ -438,7 +449,7 @@ public final class Executor {
         for (Member m : g.completed) {
           fences.add(m.fence);
         }
-        int done = ExecuteQueries.completeAll(g.tx, fences);
+        int done = ExecuteQueries.completeAll(g.conn, fences);
         if (done != fences.size()) {
           log.warn("pgtask: {} of {} completions were fenced out at commit", fences.size() - done, fences.size());
         }

@@ -23,6 +23,7 @@ final class RunningTask implements TaskContext {
   private final String workerId;
   private final JsonNode payload;
   private volatile Connection connection;
+  private volatile Connection rawConnection;
   private volatile DSLContext dsl;
   private volatile StopReason stopReason = StopReason.NONE;
   private boolean detached; // guarded by this
@@ -37,15 +38,18 @@ final class RunningTask implements TaskContext {
     this.payload = payload;
   }
 
-  synchronized void attach(Connection connection, DSLContext dsl) {
+  /** The handler's view of the connection, its jOOQ context, and the pooled connection behind them. */
+  synchronized void attach(Connection connection, DSLContext dsl, Connection raw) {
     this.connection = connection;
     this.dsl = dsl;
+    this.rawConnection = raw;
   }
 
   /** The handler is done with the connection: no stop request may touch it any more. */
   synchronized void detach() {
     this.connection = null;
     this.dsl = null;
+    this.rawConnection = null;
     this.detached = true;
   }
 
@@ -66,8 +70,9 @@ final class RunningTask implements TaskContext {
     return stopReason;
   }
 
+  /** The pooled connection (for cancelling the running statement), or null. */
   Connection rawConnection() {
-    return connection;
+    return rawConnection;
   }
 
   @Override

@@ -4,6 +4,11 @@ import static dev.pgtask.internal.sql.gen.Tables.TASK;
 
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.time.Duration;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.Map;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -41,9 +46,25 @@ public final class ExecuteQueries {
         .and(TASK.ATTEMPT.eq(f.attempt()));
   }
 
-  private static Field<String> setLocal(String name, String value) {
-    return DSL.function("set_config", SQLDataType.CLOB, DSL.val(name), DSL.val(value), DSL.inline(true));
+  private static Field<String> setLocal(String name, Field<String> value) {
+    return DSL.function("set_config", SQLDataType.CLOB, DSL.inline(name), value, DSL.inline(true));
   }
+
+  // re-lock (fenced) + transaction-local settings + tenant lock, in one statement
+  private static final PreparedQuery LOCK_FOR_EXECUTION = PreparedQuery.of(
+      DSL.select(
+              setLocal("application_name", DSL.param("app", String.class)),
+              setLocal("statement_timeout", DSL.param("timeout", String.class)),
+              setLocal("idle_in_transaction_session_timeout", DSL.param("idle_timeout", String.class)),
+              DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
+                  .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
+                      DSL.param("namespace", Integer.class), TASK.TENANT_ID)))
+          .from(TASK)
+          .where(TASK.ID.eq(DSL.param("id", Long.class)))
+          .and(TASK.STATE.eq(DSL.inline(TaskState.running)))
+          .and(TASK.OWNER.eq(DSL.param("owner", String.class)))
+          .and(TASK.ATTEMPT.eq(DSL.param("attempt", Integer.class)))
+          .forNoKeyUpdate());
 
   /**
    * Starts a task's execution inside the caller's open transaction, in one round trip: re-locks
@@ -52,27 +73,39 @@ public final class ExecuteQueries {
    * (FOR NO KEY UPDATE, until the transaction ends) and {@code (namespace, tenant_id)}.
    * A lock taken for a row that then fails the fence is released by the caller's rollback.
    */
-  public static LockResult lockForExecution(DSLContext tx, Fence f, String applicationName,
-      long serverTimeoutMillis, int namespace) {
-    Field<Boolean> tenantLock = DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
-        .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, DSL.val(namespace), TASK.TENANT_ID));
-    var r = tx.select(
-            setLocal("application_name", applicationName),
-            setLocal("statement_timeout", Long.toString(serverTimeoutMillis)),
-            setLocal("idle_in_transaction_session_timeout", Long.toString(serverTimeoutMillis)),
-            tenantLock)
-        .from(TASK)
-        .where(fenced(f))
-        .forNoKeyUpdate()
-        .fetchOne();
-    if (r == null) {
-      return LockResult.FENCED_OUT;
+  public static LockResult lockForExecution(Connection tx, Fence f, String applicationName,
+      long serverTimeoutMillis, int namespace) throws SQLException {
+    String timeout = Long.toString(serverTimeoutMillis);
+    try (PreparedStatement ps = LOCK_FOR_EXECUTION.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
+            "idle_timeout", timeout, "namespace", namespace, "id", f.id(), "owner", f.owner(), "attempt", f.attempt()));
+        ResultSet rs = ps.executeQuery()) {
+      if (!rs.next()) {
+        return LockResult.FENCED_OUT;
+      }
+      return rs.getBoolean(4) ? LockResult.LOCKED : LockResult.TENANT_BUSY;
     }
-    return Boolean.TRUE.equals(r.value4()) ? LockResult.LOCKED : LockResult.TENANT_BUSY;
+  }
+
+  // fenced completion of a batch: two array binds, one statement shape whatever the batch size
+  private static final PreparedQuery COMPLETE_ALL = completeAllQuery();
+
+  private static PreparedQuery completeAllQuery() {
+    var u = DSL.unnest(DSL.param("ids", Long[].class)).withOrdinality().as("u", "id", "ord");
+    Field<Integer> attempt = DSL.arrayGet(DSL.param("attempts", Integer[].class),
+        u.field("ord", Long.class).cast(SQLDataType.INTEGER));
+    return PreparedQuery.of(DSL.update(TASK)
+        .set(TASK.STATE, DSL.inline(TaskState.completed))
+        .set(TASK.FINISHED_AT, clockTimestamp())
+        .set(TASK.LEASE_UNTIL, DSL.inline((java.time.Instant) null, TASK.LEASE_UNTIL))
+        .from(u)
+        .where(TASK.ID.eq(u.field("id", Long.class)))
+        .and(TASK.ATTEMPT.eq(attempt))
+        .and(TASK.STATE.eq(DSL.inline(TaskState.running)))
+        .and(TASK.OWNER.eq(DSL.param("owner", String.class))));
   }
 
   /** Marks the task completed. Locks: the task row (already held by the execution). */
-  public static int complete(DSLContext tx, Fence f) {
+  public static int complete(Connection tx, Fence f) throws SQLException {
     return completeAll(tx, java.util.List.of(f));
   }
 
@@ -81,30 +114,21 @@ public final class ExecuteQueries {
    * Locks: the task rows (already held by a transactional execution; plain-mode tasks are
    * unlocked and only the fence protects them).
    */
-  public static int completeAll(DSLContext dsl, java.util.List<Fence> fences) {
+  public static int completeAll(Connection connection, java.util.List<Fence> fences) throws SQLException {
     if (fences.isEmpty()) {
       return 0;
     }
-    String owner = fences.get(0).owner();
     Long[] ids = new Long[fences.size()];
     Integer[] attempts = new Integer[fences.size()];
     for (int i = 0; i < ids.length; i++) {
       ids[i] = fences.get(i).id();
       attempts[i] = fences.get(i).attempt();
     }
-    // two array binds: one statement shape whatever the batch size
-    var u = DSL.unnest(DSL.val(ids)).withOrdinality().as("u", "id", "ord");
-    Field<Integer> attempt = DSL.arrayGet(DSL.val(attempts), u.field("ord", Long.class).cast(SQLDataType.INTEGER));
-    return dsl.update(TASK)
-        .set(TASK.STATE, DSL.inline(TaskState.completed))
-        .set(TASK.FINISHED_AT, clockTimestamp())
-        .set(TASK.LEASE_UNTIL, DSL.inline((java.time.Instant) null, TASK.LEASE_UNTIL))
-        .from(u)
-        .where(TASK.ID.eq(u.field("id", Long.class)))
-        .and(TASK.ATTEMPT.eq(attempt))
-        .and(TASK.STATE.eq(DSL.inline(TaskState.running)))
-        .and(TASK.OWNER.eq(owner))
-        .execute();
+    try (PreparedStatement ps = COMPLETE_ALL.prepare(connection,
+        Map.of("ids", connection.createArrayOf("bigint", ids), "attempts", connection.createArrayOf("integer", attempts),
+            "owner", fences.get(0).owner()))) {
+      return ps.executeUpdate();
+    }
   }
 
   /**

@@ -35,6 +35,11 @@ public final class Sql {
 
   private Sql() {}
 
+  /** The settings every pgtask jOOQ context uses. */
+  static Settings settings() {
+    return SETTINGS;
+  }
+
   /** A context that borrows a pooled connection per statement (autocommit). */
   public static DSLContext using(DataSource dataSource) {
     return DSL.using(dataSource, SQLDialect.POSTGRES, SETTINGS);

@@ -1,0 +1,75 @@
+package dev.pgtask.internal.sql;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Map;
+import org.jooq.DSLContext;
+import org.jooq.Param;
+import org.jooq.Query;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+
+/**
+ * A jOOQ-typed query rendered once, for the per-task hot path: building and rendering a jOOQ query
+ * costs more CPU than the database spends executing these statements. The query is written with
+ * jOOQ against the generated classes like every other; only its SQL text is kept, with named
+ * parameters bound by name on each execution through a plain (and driver-cached) prepared
+ * statement.
+ */
+final class PreparedQuery {
+
+  private final String sql;
+  private final List<String> names;
+
+  private PreparedQuery(String sql, List<String> names) {
+    this.sql = sql;
+    this.names = names;
+  }
+
+  /** Renders {@code query}; every bind value in it must be a named {@code DSL.param}. */
+  static PreparedQuery of(Query query) {
+    DSLContext ctx = DSL.using(SQLDialect.POSTGRES, Sql.settings());
+    String sql = ctx.render(query);
+    Map<String, Param<?>> params = new java.util.LinkedHashMap<>();
+    ctx.extractParams(query).forEach((name, param) -> {
+      if (!param.isInline()) {
+        params.put(name, param);
+      }
+    });
+    long placeholders = sql.chars().filter(ch -> ch == '?').count();
+    if (placeholders != params.size()) {
+      throw new IllegalStateException("every bind value of a prepared query must be a named param ("
+          + placeholders + " placeholders, params " + params.keySet() + "): " + sql);
+    }
+    for (String name : params.keySet()) {
+      if (name.matches("\\d+")) {
+        throw new IllegalStateException("unnamed bind value in a prepared query: " + sql);
+      }
+    }
+    return new PreparedQuery(sql, List.copyOf(params.keySet()));
+  }
+
+  /** A prepared statement with the values bound by name; the caller closes it. */
+  PreparedStatement prepare(Connection connection, Map<String, ?> values) throws SQLException {
+    PreparedStatement ps = connection.prepareStatement(sql);
+    try {
+      for (int i = 0; i < names.size(); i++) {
+        String name = names.get(i);
+        if (!values.containsKey(name)) {
+          throw new IllegalArgumentException("no value for parameter " + name);
+        }
+        ps.setObject(i + 1, values.get(name));
+      }
+      return ps;
+    } catch (SQLException | RuntimeException e) {
+      ps.close();
+      throw e;
+    }
+  }
+
+  String sql() {
+    return sql;
+  }
+}
