@@ -6,12 +6,10 @@ import dev.pgtask.internal.executor.Executor;
 import dev.pgtask.internal.sql.ClaimQueries;
 import dev.pgtask.internal.sql.ClaimQueries.Claim;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
-import dev.pgtask.internal.sql.Sql;
 import java.util.List;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import org.jooq.DSLContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,7 +30,6 @@ public final class Producer {
   private final WorkerConfig config;
   private final WorkerStats stats;
   private final Executor executor;
-  private final DSLContext dsl;
   private final Semaphore wakeups = new Semaphore(0);
   private final List<String> kinds;
   private final dev.pgtask.internal.tenant.TenantNames tenantNames;
@@ -43,7 +40,6 @@ public final class Producer {
     this.config = config;
     this.stats = stats;
     this.executor = executor;
-    this.dsl = Sql.using(config.dataSource());
     this.kinds = config.kinds();
     this.tenantNames = new dev.pgtask.internal.tenant.TenantNames(config.dataSource());
   }
@@ -128,7 +124,7 @@ public final class Producer {
         return;
       }
       stats.claimQueries.incrementAndGet();
-      Claim claim = ClaimQueries.claimAvailable(dsl, config.queues(), kinds, room,
+      Claim claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
           config.workerId(), config.leaseDuration(), tenantNames::name);
       List<Claimed> tasks = claim.tasks();
       stats.claimed.addAndGet(tasks.size());

@@ -40,14 +40,21 @@ public final class ClaimQueries {
   /** The claim's result: the tasks, and how many rows the locking select returned. */
   public record Claim(List<Claimed> tasks, int locked) {}
 
-  /**
-   * Claims up to {@code limit} tasks. Locks: row locks (FOR UPDATE SKIP LOCKED) on at most
-   * {@code limit} claimable rows, held until the caller's (autocommit) statement commits.
-   */
-  public static Claim claimAvailable(DSLContext dsl, List<String> queues, List<String> kinds,
-      int limit, String owner, Duration lease, java.util.function.IntFunction<String> tenantNames) {
+  // the claim statement for n queues, rendered once (see PreparedQuery)
+  private static final java.util.Map<Integer, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static PreparedQuery claimQuery(int queueCount) {
     Task c = TASK.as("c");
-    Condition queueCondition = queues.size() == 1 ? c.QUEUE.eq(queues.get(0)) : c.QUEUE.in(queues);
+    Condition queueCondition;
+    if (queueCount == 1) {
+      queueCondition = c.QUEUE.eq(DSL.param("queue0", String.class));
+    } else {
+      List<Field<String>> qs = new ArrayList<>();
+      for (int i = 0; i < queueCount; i++) {
+        qs.add(DSL.param("queue" + i, String.class));
+      }
+      queueCondition = c.QUEUE.in(qs);
+    }
     Task running = TASK.as("r");
 
     CommonTableExpression<Record3<Long, Integer, Integer>> locked = DSL.name("locked").as(
@@ -57,14 +64,14 @@ public final class ClaimQueries {
             .and(c.BLOCKED.isFalse())
             .and(queueCondition)
             .and(c.RUN_AT.le(DSL.currentInstant()))
-            .and(c.KIND.in(kinds))
+            .and(c.KIND.eq(DSL.any(DSL.param("kinds", String[].class))))
             // the claim's commit need not wait for its WAL flush: if the server loses it, the tasks
-            // are simply unclaimed again, and nothing can run them before the claim is durable
-            // (the execution's own commit flushes the WAL up to and including the claim)
+            // are simply unclaimed again, and nothing the attempt does can commit before the claim
+            // is durable (its own commit flushes the WAL up to and including the claim)
             .and(DSL.field(DSL.select(DSL.function("set_config", SQLDataType.CLOB,
                 DSL.inline("synchronous_commit"), DSL.inline("off"), DSL.inline(true)))).isNotNull())
             .orderBy(c.PRIORITY, c.RUN_AT, c.ID)
-            .limit(limit)
+            .limit(DSL.param("limit", Integer.class))
             .forUpdate()
             .skipLocked());
     Field<Long> lId = locked.field(c.ID);
@@ -89,25 +96,51 @@ public final class ClaimQueries {
     Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
 
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
-    var rows = dsl.with(locked)
+    return PreparedQuery.of(DSL.with(locked)
         .update(TASK)
         .set(TASK.STATE, DSL.inline(TaskState.running))
-        .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(1))
-        .set(TASK.OWNER, owner)
+        .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
+        .set(TASK.OWNER, DSL.param("owner", String.class))
         .set(TASK.ATTEMPTED_AT, DSL.currentInstant())
-        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
+        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.param("lease", DayToSecond.class)))
         .where(TASK.ID.eq(DSL.any(DSL.array(picked))))
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
-            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, lockedCount)
-        .fetch();
-    List<Claimed> tasks = new ArrayList<>(rows.size());
-    int lockedRows = rows.isEmpty() ? 0 : rows.get(0).get(lockedCount);
-    for (Record r : rows) {
-      Integer tenantId = r.get(TASK.TENANT_ID);
-      tasks.add(new Claimed(r.get(TASK.ID), r.get(TASK.KIND), r.get(TASK.QUEUE), r.get(TASK.PAYLOAD),
-          tenantId, tenantId == null ? null : tenantNames.apply(tenantId), r.get(TASK.ATTEMPT), r.get(TASK.MAX_ATTEMPTS),
-          r.get(TASK.RUN_AT), r.get(TASK.ATTEMPTED_AT)));
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, lockedCount));
+  }
+
+  /**
+   * Claims up to {@code limit} tasks in one autocommit statement. Locks: row locks (FOR UPDATE
+   * SKIP LOCKED) on at most {@code limit} claimable rows, held until the statement commits.
+   */
+  public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
+      int limit, String owner, Duration lease, java.util.function.IntFunction<String> tenantNames) {
+    PreparedQuery query = CLAIMS.computeIfAbsent(queues.size(), ClaimQueries::claimQuery);
+    try (java.sql.Connection conn = dataSource.getConnection()) {
+      java.util.Map<String, Object> values = new java.util.HashMap<>();
+      for (int i = 0; i < queues.size(); i++) {
+        values.put("queue" + i, queues.get(i));
+      }
+      values.put("kinds", conn.createArrayOf("text", kinds.toArray()));
+      values.put("limit", limit);
+      values.put("owner", owner);
+      values.put("lease", new org.postgresql.util.PGInterval(0, 0, 0, 0, 0, lease.toMillis() / 1000.0));
+      List<Claimed> tasks = new ArrayList<>();
+      int lockedRows = 0;
+      try (java.sql.PreparedStatement ps = query.prepare(conn, values);
+          java.sql.ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          long tenant = rs.getLong(5);
+          Integer tenantId = rs.wasNull() ? null : (int) tenant;
+          tasks.add(new Claimed(rs.getLong(1), rs.getString(2), rs.getString(3), JSONB.valueOf(rs.getString(4)),
+              tenantId, tenantId == null ? null : tenantNames.apply(tenantId), rs.getInt(6), rs.getInt(7),
+              rs.getObject(8, java.time.OffsetDateTime.class).toInstant(),
+              rs.getObject(9, java.time.OffsetDateTime.class).toInstant()));
+          lockedRows = rs.getInt(10);
+        }
+      }
+      return new Claim(tasks, lockedRows);
+    } catch (java.sql.SQLException e) {
+      throw new org.jooq.exception.DataAccessException("claim failed: " + e.getMessage(), e);
     }
-    return new Claim(tasks, lockedRows);
   }
 }
