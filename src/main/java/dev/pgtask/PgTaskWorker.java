@@ -6,7 +6,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerRuntime;
-import java.net.InetAddress;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.time.Duration;
@@ -448,15 +447,7 @@ public final class PgTaskWorker implements AutoCloseable {
     }
 
     private static String defaultWorkerId() {
-      String host;
-      try {
-        host = InetAddress.getLocalHost().getHostName();
-      } catch (Exception e) {
-        host = "unknown";
-      }
-      if (host.length() > 24) {
-        host = host.substring(0, 24);
-      }
+      String host = dev.pgtask.internal.Hosts.shortHostName();
       String pid = String.valueOf(ProcessHandle.current().pid());
       int n = INSTANCES.incrementAndGet();
       return host + ":" + pid + (n > 1 ? "#" + n : "");

@@ -3,7 +3,6 @@ package dev.pgtask.cli;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.migrate.Migrations;
-import java.net.InetAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -173,16 +172,7 @@ public final class WorkerCommand implements Callable<Integer> {
 
   /** {@code host:pid}, like the library's default, so the CLI knows it before building the worker. */
   static String defaultWorkerId() {
-    String host;
-    try {
-      host = InetAddress.getLocalHost().getHostName();
-    } catch (Exception e) {
-      host = "unknown";
-    }
-    if (host.length() > 24) {
-      host = host.substring(0, 24);
-    }
-    return host + ":" + ProcessHandle.current().pid();
+    return dev.pgtask.internal.Hosts.shortHostName() + ":" + ProcessHandle.current().pid();
   }
 
   private static String human(Duration d) {

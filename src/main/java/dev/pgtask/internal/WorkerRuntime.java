@@ -89,12 +89,7 @@ public final class WorkerRuntime {
 
   /** Registers this worker in pgtask.worker (also after its row was pruned). */
   void register() {
-    String host;
-    try {
-      host = java.net.InetAddress.getLocalHost().getHostName();
-    } catch (Exception e) {
-      host = "unknown";
-    }
+    String host = Hosts.shortHostName();
     String version = WorkerRuntime.class.getPackage().getImplementationVersion();
     WorkerQueries.register(Sql.using(config.dataSource()), config.workerId(), host, ProcessHandle.current().pid(),
         version == null ? "dev" : version, config.queues(), config.kinds(), config.concurrency());

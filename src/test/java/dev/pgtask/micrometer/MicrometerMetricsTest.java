@@ -3,7 +3,6 @@ package dev.pgtask.micrometer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTask;
@@ -26,12 +25,7 @@ class MicrometerMetricsTest {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     MicrometerMetrics metrics = new MicrometerMetrics(registry);
     try (TestDatabase db = TestDatabase.create("micrometer")) {
-      HikariConfig config = new HikariConfig();
-      config.setJdbcUrl(db.url());
-      config.setUsername(db.user());
-      config.setPassword(db.password());
-      config.setMaximumPoolSize(6);
-      try (HikariDataSource pool = new HikariDataSource(config)) {
+      try (HikariDataSource pool = db.pool(6)) {
         PgTask pgtask = PgTask.builder(pool).metrics(metrics).build();
         List<NewTask> tasks = new ArrayList<>();
         for (int i = 0; i < 20; i++) {

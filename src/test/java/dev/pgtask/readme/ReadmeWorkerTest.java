@@ -3,7 +3,6 @@ package dev.pgtask.readme;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
@@ -47,12 +46,7 @@ class ReadmeWorkerTest {
     try (TestDatabase db = TestDatabase.create("readme_worker")) {
       Db sql = new Db(db);
       sql.exec("CREATE TABLE invoice_mail (invoice_id bigint, idempotency_key text)");
-      HikariConfig config = new HikariConfig();
-      config.setJdbcUrl(db.url());
-      config.setUsername(db.user());
-      config.setPassword(db.password());
-      config.setMaximumPoolSize(12);
-      try (HikariDataSource dataSource = new HikariDataSource(config)) {
+      try (HikariDataSource dataSource = db.pool(12)) {
         long id = PgTask.create(dataSource).enqueue(new SendInvoice(42), TaskOptions.defaults().withTenant("acme"));
         PgTaskWorker worker = readmeWorker(dataSource);
         try {

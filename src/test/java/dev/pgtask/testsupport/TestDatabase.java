@@ -70,6 +70,16 @@ public final class TestDatabase implements AutoCloseable {
     return db;
   }
 
+  /** A new HikariCP pool of at most {@code maxSize} connections on this database; the caller closes it. */
+  public HikariDataSource pool(int maxSize) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(url);
+    config.setUsername(user());
+    config.setPassword(password());
+    config.setMaximumPoolSize(maxSize);
+    return new HikariDataSource(config);
+  }
+
   /** A pooled data source for the database (at most 20 connections). */
   public DataSource dataSource() {
     return dataSource;

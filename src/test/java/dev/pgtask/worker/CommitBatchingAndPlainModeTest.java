@@ -3,7 +3,6 @@ package dev.pgtask.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
@@ -40,12 +39,7 @@ class CommitBatchingAndPlainModeTest {
   @BeforeAll
   static void setUp() throws Exception {
     db = TestDatabase.create("batching");
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(db.url());
-    config.setUsername(db.user());
-    config.setPassword(db.password());
-    config.setMaximumPoolSize(10);
-    pool = new HikariDataSource(config);
+    pool = db.pool(10);
     pgtask = PgTask.create(pool);
     sql = new Db(db);
     sql.exec("CREATE TABLE effect (task_id bigint, attempt int, tenant text, started_at timestamptz, finished_at timestamptz)");

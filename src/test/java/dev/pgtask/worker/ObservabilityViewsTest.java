@@ -3,7 +3,6 @@ package dev.pgtask.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTask;
@@ -32,12 +31,7 @@ class ObservabilityViewsTest {
   @BeforeAll
   static void setUp() {
     db = TestDatabase.create("views");
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(db.url());
-    config.setUsername(db.user());
-    config.setPassword(db.password());
-    config.setMaximumPoolSize(8);
-    pool = new HikariDataSource(config);
+    pool = db.pool(8);
     sql = new Db(db);
   }
 

@@ -3,7 +3,6 @@ package dev.pgtask.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTask;
@@ -43,12 +42,7 @@ class RescueTest {
   @BeforeAll
   static void setUp() {
     db = TestDatabase.create("rescue");
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(db.url());
-    config.setUsername(db.user());
-    config.setPassword(db.password());
-    config.setMaximumPoolSize(12);
-    pool = new HikariDataSource(config);
+    pool = db.pool(12);
     pgtask = PgTask.create(pool);
     sql = new Db(db);
   }

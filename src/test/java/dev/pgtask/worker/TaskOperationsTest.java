@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.CancelResult;
 import dev.pgtask.InvalidTaskException;
@@ -48,12 +47,7 @@ class TaskOperationsTest {
   @BeforeAll
   static void setUp() throws Exception {
     db = TestDatabase.create("ops");
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(db.url());
-    config.setUsername(db.user());
-    config.setPassword(db.password());
-    config.setMaximumPoolSize(8);
-    pool = new HikariDataSource(config);
+    pool = db.pool(8);
     pgtask = PgTask.create(pool);
     sql = new Db(db);
     sql.exec("CREATE TABLE effect (task_id bigint)");

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.DiscardTaskException;
 import dev.pgtask.HandlerOptions;
@@ -50,12 +49,7 @@ class WorkerTest {
   @BeforeAll
   static void setUp() throws SQLException {
     db = TestDatabase.create("worker");
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(db.url());
-    config.setUsername(db.user());
-    config.setPassword(db.password());
-    config.setMaximumPoolSize(12);
-    pool = new HikariDataSource(config);
+    pool = db.pool(12);
     pgtask = PgTask.create(pool);
     exec("CREATE TABLE effect (task_id bigint, attempt int, note text, tenant text, "
         + "started_at timestamptz, finished_at timestamptz)");

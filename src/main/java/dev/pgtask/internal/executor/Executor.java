@@ -309,17 +309,13 @@ public final class Executor {
   private <T> void runInGroup(Group g, Claimed c, HandlerEntry<T> handler) {
     Fence fence = fence(c);
     long startNanos = System.nanoTime();
-    T payload;
     JsonNode payloadNode;
+    T payload;
     try {
       payloadNode = config.objectMapper().readTree(c.payload().data());
-      payload = JsonNode.class.equals(handler.payloadType())
-          ? handler.payloadType().cast(payloadNode)
-          : config.objectMapper().treeToValue(payloadNode, handler.payloadType());
+      payload = payloadAs(payloadNode, handler);
     } catch (Exception e) {
-      // never echo the payload: Jackson's messages quote it
-      g.record(c, Outcome.discard("payload does not match " + handler.payloadType().getName()
-          + " (" + e.getClass().getSimpleName() + ")"), startNanos);
+      g.record(c, payloadMismatch(handler, e), startNanos);
       return;
     }
     Duration timeout = timeout(handler);
@@ -534,17 +530,14 @@ public final class Executor {
   private <T> void runPlain(Claimed c, HandlerEntry<T> handler) {
     Fence fence = fence(c);
     long startNanos = System.nanoTime();
-    T payload;
     JsonNode payloadNode;
+    T payload;
     Outcome outcome;
     try {
       payloadNode = config.objectMapper().readTree(c.payload().data());
-      payload = JsonNode.class.equals(handler.payloadType())
-          ? handler.payloadType().cast(payloadNode)
-          : config.objectMapper().treeToValue(payloadNode, handler.payloadType());
+      payload = payloadAs(payloadNode, handler);
     } catch (Exception e) {
-      finishPlain(c, Outcome.discard("payload does not match " + handler.payloadType().getName()
-          + " (" + e.getClass().getSimpleName() + ")"), startNanos);
+      finishPlain(c, payloadMismatch(handler, e), startNanos);
       return;
     }
     Duration timeout = timeout(handler);
@@ -583,6 +576,18 @@ public final class Executor {
   }
 
   // ---- helpers ----
+
+  private <T> T payloadAs(JsonNode node, HandlerEntry<T> handler) throws Exception {
+    return JsonNode.class.equals(handler.payloadType())
+        ? handler.payloadType().cast(node)
+        : config.objectMapper().treeToValue(node, handler.payloadType());
+  }
+
+  /** A payload that does not deserialize never will: discard, without echoing it (Jackson's messages quote it). */
+  private static Outcome payloadMismatch(HandlerEntry<?> handler, Exception e) {
+    return Outcome.discard("payload does not match " + handler.payloadType().getName()
+        + " (" + e.getClass().getSimpleName() + ")");
+  }
 
   private Duration timeout(HandlerEntry<?> handler) {
     return handler.options().timeout() != null ? handler.options().timeout() : config.taskTimeout();
