@@ -25,14 +25,14 @@ import org.slf4j.LoggerFactory;
  *   <li>rescue (every rescue interval): running tasks whose lease expired and whose row no live
  *       transaction holds become retryable (or discarded) again;</li>
  *   <li>tenant repair (every second): tenants left with waiting tasks and no head get one;</li>
- *   <li>retention (every minute): finished tasks past their retention are deleted in batches.</li>
+ *   <li>retention (every 30 s): finished tasks past their retention are deleted in batches.</li>
  * </ul>
  */
 public final class Maintenance {
 
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
   private static final Duration TENANT_REPAIR_INTERVAL = Duration.ofSeconds(1);
-  private static final Duration PRUNE_INTERVAL = Duration.ofMinutes(1);
+  private static final Duration PRUNE_INTERVAL = Duration.ofSeconds(30);
   private static final Duration HEARTBEAT_INTERVAL = Duration.ofSeconds(10);
   private static final Duration QUEUE_SAMPLE_INTERVAL = Duration.ofSeconds(15);
   private static final Duration STALE_WORKER_AGE = Duration.ofHours(1);
@@ -40,6 +40,7 @@ public final class Maintenance {
   private static final Duration PASS_SERVER_TIMEOUT = Duration.ofSeconds(5);
   private static final int RESCUE_BATCH = 1_000;
   private static final int PRUNE_BATCH = 5_000;
+  private static final int PRUNE_MAX_BATCHES = 100;
 
   private final WorkerConfig config;
   private final WorkerStats stats;
@@ -116,12 +117,27 @@ public final class Maintenance {
     return n;
   }
 
-  /** Runs one retention pass now: finished tasks and stale worker rows. Returns the tasks deleted. */
+  /**
+   * Runs one retention pass now: stale worker rows, then finished tasks past their retention in
+   * batches of {@value #PRUNE_BATCH}, each batch its own short transaction, until a batch comes
+   * back short (or {@value #PRUNE_MAX_BATCHES} batches). Returns the tasks deleted.
+   */
   public int prunePass() {
-    return inPassTransaction(MaintenanceQueries.PRUNE_LOCK_KEY, tx -> {
-      WorkerQueries.pruneStale(tx, STALE_WORKER_AGE);
-      return MaintenanceQueries.pruneFinished(tx, config.completedRetention(), config.failedRetention(), PRUNE_BATCH);
-    });
+    int total = 0;
+    for (int i = 0; i < PRUNE_MAX_BATCHES; i++) {
+      boolean first = i == 0;
+      int n = inPassTransaction(MaintenanceQueries.PRUNE_LOCK_KEY, tx -> {
+        if (first) {
+          WorkerQueries.pruneStale(tx, STALE_WORKER_AGE);
+        }
+        return MaintenanceQueries.pruneFinished(tx, config.completedRetention(), config.failedRetention(), PRUNE_BATCH);
+      });
+      total += n;
+      if (n < PRUNE_BATCH) {
+        break;
+      }
+    }
+    return total;
   }
 
   /** Samples the worker's queues (ready tasks and lag) into the metrics. */
