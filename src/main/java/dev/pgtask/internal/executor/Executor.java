@@ -22,7 +22,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -79,11 +78,13 @@ public final class Executor {
     this.config = config;
     this.stats = stats;
     this.capacity = config.concurrency() + config.prefetch();
-    this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
+    java.util.concurrent.ScheduledThreadPoolExecutor timers = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "pgtask-watchdog");
       t.setDaemon(true);
       return t;
     });
+    timers.setRemoveOnCancelPolicy(true); // one timer per task, almost all cancelled: don't keep them queued
+    this.watchdog = timers;
     this.completer = new Completer(config, stats, this::heldWithoutTransaction);
   }
 
