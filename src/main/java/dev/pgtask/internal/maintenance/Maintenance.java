@@ -25,7 +25,9 @@ import org.slf4j.LoggerFactory;
  *   <li>rescue (every rescue interval): running tasks whose lease expired and whose row no live
  *       transaction holds become retryable (or discarded) again;</li>
  *   <li>tenant repair (every second): tenants left with waiting tasks and no head get one;</li>
- *   <li>retention (every 30 s): finished tasks past their retention are deleted in batches.</li>
+ *   <li>retention (every 30 s): finished tasks past their retention are deleted in batches;</li>
+ *   <li>vacuum (checked every 15 s): one worker vacuums the task table when it holds many dead row
+ *       versions, for servers where autovacuum is off or too slow.</li>
  * </ul>
  */
 public final class Maintenance {
@@ -39,6 +41,10 @@ public final class Maintenance {
   /** Server-side bound of one pass's transaction: a frozen worker's pass cannot hold its lock longer. */
   private static final Duration PASS_SERVER_TIMEOUT = Duration.ofSeconds(5);
   private static final int RESCUE_BATCH = 1_000;
+  private static final Duration VACUUM_CHECK_INTERVAL = Duration.ofSeconds(15);
+  /** A vacuum turn is taken when the task table has this many dead row versions or more. */
+  static final long VACUUM_DEAD_TUPLES = 20_000;
+  private volatile boolean vacuumDenied;
   private static final int PRUNE_BATCH = 5_000;
   private static final int PRUNE_MAX_BATCHES = 100;
 
@@ -65,6 +71,7 @@ public final class Maintenance {
     schedule(TENANT_REPAIR_INTERVAL, this::tenantRepairPass);
     schedule(PRUNE_INTERVAL, this::prunePass);
     schedule(HEARTBEAT_INTERVAL, heartbeat);
+    schedule(VACUUM_CHECK_INTERVAL, this::vacuumPass);
     if (config.metrics() != dev.pgtask.PgTaskMetrics.NOOP) {
       schedule(QUEUE_SAMPLE_INTERVAL, this::sampleQueues);
     }
@@ -138,6 +145,34 @@ public final class Maintenance {
       }
     }
     return total;
+  }
+
+  /**
+   * Vacuums the task table when it has {@value #VACUUM_DEAD_TUPLES} or more dead row versions and
+   * no worker vacuumed it in the last check interval: a busy queue outruns autovacuum's defaults,
+   * and some servers run with autovacuum off. The turn is claimed with a short UPDATE of
+   * pgtask.settings; VACUUM itself runs in autocommit. Returns whether this worker vacuumed.
+   */
+  public boolean vacuumPass() {
+    if (vacuumDenied) {
+      return false;
+    }
+    var dsl = Sql.using(config.dataSource());
+    if (MaintenanceQueries.deadTuples(dsl) < VACUUM_DEAD_TUPLES
+        || !MaintenanceQueries.takeVacuumTurn(dsl, VACUUM_CHECK_INTERVAL)) {
+      return false;
+    }
+    try {
+      MaintenanceQueries.vacuumTasks(dsl);
+      return true;
+    } catch (RuntimeException e) {
+      if ("42501".equals(Sql.sqlState(e))) {
+        vacuumDenied = true;
+        log.warn("pgtask: this worker's role may not VACUUM pgtask.task; leaving the table to autovacuum");
+        return false;
+      }
+      throw e;
+    }
   }
 
   /** Samples the worker's queues (ready tasks and lag) into the metrics. */

@@ -113,6 +113,35 @@ public final class MaintenanceQueries {
         .value1();
   }
 
+  /** Dead row versions in the task table, from the statistics collector. Locks: none. */
+  public static long deadTuples(DSLContext dsl) {
+    var stats = DSL.table(DSL.name("pg_catalog", "pg_stat_user_tables"));
+    Field<Long> dead = DSL.field(DSL.name("n_dead_tup"), Long.class);
+    Long n = dsl.select(dead).from(stats)
+        .where(DSL.field(DSL.name("schemaname"), String.class).eq(DSL.inline("pgtask")))
+        .and(DSL.field(DSL.name("relname"), String.class).eq(DSL.inline("task")))
+        .fetchOne(dead);
+    return n == null ? 0 : n;
+  }
+
+  /**
+   * Claims the turn to vacuum the task table: true for the one caller whose update moves
+   * {@code vacuum_turn_at} forward (no other turn was taken within {@code minInterval}).
+   * Locks: the settings row, for the statement.
+   */
+  public static boolean takeVacuumTurn(DSLContext dsl, Duration minInterval) {
+    return dsl.update(dev.pgtask.internal.sql.gen.Tables.SETTINGS)
+        .set(dev.pgtask.internal.sql.gen.Tables.SETTINGS.VACUUM_TURN_AT, DSL.currentInstant())
+        .where(dev.pgtask.internal.sql.gen.Tables.SETTINGS.VACUUM_TURN_AT
+            .lt(DSL.currentInstant().minus(DSL.val(DayToSecond.valueOf(minInterval)))))
+        .execute() == 1;
+  }
+
+  /** VACUUM of the task table (autocommit only; needs the table's owner). Locks: SHARE UPDATE EXCLUSIVE on it. */
+  public static void vacuumTasks(DSLContext dsl) {
+    dsl.query("VACUUM pgtask.task").execute(); // a constant statement: VACUUM has no jOOQ DSL
+  }
+
   /** Ready tasks of a queue and the age of the oldest. */
   public record QueueSample(long available, Duration lag) {}
 

@@ -8,6 +8,7 @@ import dev.pgtask.internal.sql.gen.Keys;
 import dev.pgtask.internal.sql.gen.Pgtask;
 import dev.pgtask.internal.sql.gen.tables.records.SettingsRecord;
 
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
@@ -67,6 +68,11 @@ public class Settings extends TableImpl<SettingsRecord> {
      * The column <code>pgtask.settings.lock_namespace</code>.
      */
     public final TableField<SettingsRecord, Integer> LOCK_NAMESPACE = createField(DSL.name("lock_namespace"), SQLDataType.INTEGER.nullable(false).defaultValue(DSL.field(DSL.raw("1885828193"), SQLDataType.INTEGER)), this, "");
+
+    /**
+     * The column <code>pgtask.settings.vacuum_turn_at</code>.
+     */
+    public final TableField<SettingsRecord, Instant> VACUUM_TURN_AT = createField(DSL.name("vacuum_turn_at"), SQLDataType.INSTANT.nullable(false).defaultValue(DSL.field(DSL.raw("'-infinity'::timestamp with time zone"), SQLDataType.INSTANT)), this, "");
 
     private Settings(Name alias, Table<SettingsRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);

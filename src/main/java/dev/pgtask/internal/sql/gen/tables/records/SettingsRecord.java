@@ -6,6 +6,8 @@ package dev.pgtask.internal.sql.gen.tables.records;
 
 import dev.pgtask.internal.sql.gen.tables.Settings;
 
+import java.time.Instant;
+
 import org.jooq.Record1;
 import org.jooq.impl.UpdatableRecordImpl;
 
@@ -63,6 +65,21 @@ public class SettingsRecord extends UpdatableRecordImpl<SettingsRecord> {
         return (Integer) get(2);
     }
 
+    /**
+     * Setter for <code>pgtask.settings.vacuum_turn_at</code>.
+     */
+    public SettingsRecord setVacuumTurnAt(Instant value) {
+        set(3, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.settings.vacuum_turn_at</code>.
+     */
+    public Instant getVacuumTurnAt() {
+        return (Instant) get(3);
+    }
+
     // -------------------------------------------------------------------------
     // Primary key information
     // -------------------------------------------------------------------------
@@ -86,12 +103,13 @@ public class SettingsRecord extends UpdatableRecordImpl<SettingsRecord> {
     /**
      * Create a detached, initialised SettingsRecord
      */
-    public SettingsRecord(Boolean singleton, Integer maxPayloadBytes, Integer lockNamespace) {
+    public SettingsRecord(Boolean singleton, Integer maxPayloadBytes, Integer lockNamespace, Instant vacuumTurnAt) {
         super(Settings.SETTINGS);
 
         setSingleton(singleton);
         setMaxPayloadBytes(maxPayloadBytes);
         setLockNamespace(lockNamespace);
+        setVacuumTurnAt(vacuumTurnAt);
         resetChangedOnNotNull();
     }
 }
