@@ -44,7 +44,6 @@ public final class Maintenance {
   private static final Duration VACUUM_CHECK_INTERVAL = Duration.ofSeconds(15);
   /** A vacuum turn is taken when the task table has this many dead row versions or more. */
   static final long VACUUM_DEAD_TUPLES = 20_000;
-  private volatile boolean vacuumDenied;
   private static final int PRUNE_BATCH = 5_000;
   private static final int PRUNE_MAX_BATCHES = 100;
 
@@ -154,25 +153,14 @@ public final class Maintenance {
    * pgtask.settings; VACUUM itself runs in autocommit. Returns whether this worker vacuumed.
    */
   public boolean vacuumPass() {
-    if (vacuumDenied) {
-      return false;
-    }
     var dsl = Sql.using(config.dataSource());
     if (MaintenanceQueries.deadTuples(dsl) < VACUUM_DEAD_TUPLES
         || !MaintenanceQueries.takeVacuumTurn(dsl, VACUUM_CHECK_INTERVAL)) {
       return false;
     }
-    try {
-      MaintenanceQueries.vacuumTasks(dsl);
-      return true;
-    } catch (RuntimeException e) {
-      if ("42501".equals(Sql.sqlState(e))) {
-        vacuumDenied = true;
-        log.warn("pgtask: this worker's role may not VACUUM pgtask.task; leaving the table to autovacuum");
-        return false;
-      }
-      throw e;
-    }
+    // a role that does not own the table gets a server WARNING and no VACUUM: autovacuum remains
+    MaintenanceQueries.vacuumTasks(dsl);
+    return true;
   }
 
   /** Samples the worker's queues (ready tasks and lag) into the metrics. */
