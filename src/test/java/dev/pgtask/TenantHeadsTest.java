@@ -99,6 +99,31 @@ class TenantHeadsTest {
   }
 
   @Test
+  void oneStatementFinishingManyHeadsHandsOnEachTenantOnce() throws Exception {
+    try (Connection c = db.connect()) {
+      long[] heads = new long[3];
+      long[] next = new long[3];
+      long[] last = new long[3];
+      for (int t = 0; t < 3; t++) {
+        heads[t] = enqueue(c, "many-" + t, "now() - interval '1 hour'", 0);
+        next[t] = enqueue(c, "many-" + t, "now() - interval '30 minutes'", 0);
+        last[t] = enqueue(c, "many-" + t, "now()", 0);
+      }
+      // a second head of tenant many-0 (due earlier than every head it has): two heads of one
+      // tenant end in the same statement below, and the tenant still gets one new head
+      long secondHead = enqueue(c, "many-0", "now() - interval '2 hours'", 0);
+      assertThat(blocked(c, secondHead)).as("a task due before every head is another head").isFalse();
+
+      exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id IN ("
+          + heads[0] + ", " + heads[1] + ", " + heads[2] + ", " + secondHead + ")");
+      for (int t = 0; t < 3; t++) {
+        assertThat(blocked(c, next[t])).as("tenant many-%d's next task after the statement", t).isFalse();
+        assertThat(blocked(c, last[t])).as("tenant many-%d's last task after the statement", t).isTrue();
+      }
+    }
+  }
+
+  @Test
   void tenantIdsComeFromTheRegistryAndAKnownTenantBurnsNoId() throws Exception {
     try (Connection c = db.connect()) {
       enqueue(c, "registry-a", "now()", 0);
