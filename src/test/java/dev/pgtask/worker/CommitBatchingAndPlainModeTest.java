@@ -98,6 +98,40 @@ class CommitBatchingAndPlainModeTest {
   }
 
   @Test
+  void aBatchLockedAheadNamesEachTaskWhileItRunsAndGivesBackWhatItDidNotRunOnShutdown() throws Exception {
+    List<String> names = java.util.Collections.synchronizedList(new ArrayList<>());
+    java.util.concurrent.CountDownLatch firstStarted = new java.util.concurrent.CountDownLatch(1);
+    worker = PgTaskWorker.builder(pool).concurrency(1).prefetch(40).commitBatch(32, Duration.ofSeconds(30))
+        .shutdownTimeout(Duration.ofSeconds(10))
+        .handler("test.named", (ctx, p) -> {
+          try (Statement st = ctx.connection().createStatement();
+              var rs = st.executeQuery("SELECT current_setting('application_name')")) {
+            rs.next();
+            names.add(ctx.taskId() + "=" + rs.getString(1));
+          }
+          firstStarted.countDown();
+          Thread.sleep(100);
+        }).build().start();
+    List<NewTask> tasks = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      tasks.add(NewTask.of("test.named", null));
+    }
+    pgtask.enqueueAll(tasks);
+    assertThat(firstStarted.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    Thread.sleep(250);
+    worker.close();
+    worker = null;
+
+    assertThat(names).as("application_name seen by each handler").isNotEmpty()
+        .allSatisfy(n -> assertThat(n.substring(n.indexOf('=') + 1))
+            .startsWith("pgtask task " + n.substring(0, n.indexOf('=')) + " "));
+    long completed = sql.count("SELECT count(*) FROM pgtask.task WHERE state = 'completed'");
+    assertThat(completed).as("tasks whose handler ran before the shutdown").isEqualTo(names.size());
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE state = 'available' AND attempt = 0 AND owner IS NULL"))
+        .as("tasks locked ahead in the batch but not run: given back, attempt not spent").isEqualTo(30 - completed);
+  }
+
+  @Test
   void plainModeRunsWithoutATransactionCompletesInBatchesAndKeepsLeasesAlive() throws Exception {
     Set<String> seen = ConcurrentHashMap.newKeySet();
     AtomicReference<String> tenantConnection = new AtomicReference<>();

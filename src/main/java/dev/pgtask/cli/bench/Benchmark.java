@@ -71,6 +71,12 @@ public final class Benchmark {
       printMachine(pool);
       PgTask pgtask = PgTask.create(pool);
 
+      // one untimed drain per mode first: the JIT compiles the worker's hot path during the first
+      // tens of thousands of tasks, and a long-running worker does not pay that again
+      out.println("warm-up: one untimed drain per mode");
+      drain(pool, pgtask, 10, Mode.PLAIN);
+      drain(pool, pgtask, 10, Mode.TRANSACTIONAL_BATCHED);
+
       Stat floor = measure("raw SQL floor: claim 50 SKIP LOCKED + delete, 8 connections", "tasks/s",
           run -> rawFloor(pool));
       Stat rawTx = measure("raw SQL: one transaction per task (claim 1 + complete), 8 connections", "tasks/s",

@@ -16,7 +16,7 @@ import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Savepoint;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -232,7 +232,9 @@ public final class Executor {
     while (true) {
       Claimed c;
       try {
-        if (group != null) {
+        if (group != null && !group.pending.isEmpty()) {
+          c = group.pending.poll();
+        } else if (group != null) {
           c = ready.poll();
         } else if (stopping) {
           c = ready.poll();
@@ -255,7 +257,12 @@ public final class Executor {
       }
       try {
         if (stopping) {
-          releaseUnstarted(c);
+          if (group != null && group.prelocked.containsKey(c.id())) {
+            // its row is locked by the group's transaction: released there, at commit
+            group.record(c, Outcome.release(), System.nanoTime());
+          } else {
+            releaseUnstarted(c);
+          }
           continue;
         }
         HandlerEntry<?> handler = config.handlers().get(c.kind());
@@ -275,9 +282,12 @@ public final class Executor {
           }
         }
         Group g = group;
+        if (g.batching && !g.prelocked.containsKey(c.id())) {
+          prelock(g, c);
+        }
         withMdc(c, () -> runInGroup(g, c, handler));
-        if (g.broken || g.size() >= config.commitBatchSize()
-            || System.nanoTime() - g.startNanos >= config.commitBatchTime().toNanos()) {
+        if (g.broken || (g.pending.isEmpty() && (g.size() >= config.commitBatchSize()
+            || System.nanoTime() - g.startNanos >= config.commitBatchTime().toNanos()))) {
           commit(g);
           group = null;
         }
@@ -288,6 +298,51 @@ public final class Executor {
         Thread.interrupted(); // an interrupt meant for a handler must not hit the next task
       }
     }
+  }
+
+  /**
+   * Commit batching: takes up to the batch's remaining room of waiting transactional tasks along
+   * with {@code first} and locks them all in one round trip (their rows and tenant locks are held
+   * by the group's transaction until it commits either way). They run next, in claim order.
+   */
+  private void prelock(Group g, Claimed first) {
+    List<Claimed> chunk = new ArrayList<>();
+    chunk.add(first);
+    int room = config.commitBatchSize() - g.size() - 1;
+    while (room > 0) {
+      Claimed next = ready.poll();
+      if (next == null) {
+        break;
+      }
+      HandlerEntry<?> h = config.handlers().get(next.kind());
+      if (h.options().mode() == HandlerOptions.Mode.PLAIN && next.tenantId() == null) {
+        ready.offerFirst(next);
+        break;
+      }
+      chunk.add(next);
+      room--;
+    }
+    long serverTimeoutMillis = 0;
+    List<Fence> fences = new ArrayList<>(chunk.size());
+    for (Claimed c : chunk) {
+      fences.add(fence(c));
+      long t = timeout(config.handlers().get(c.kind())).toMillis();
+      serverTimeoutMillis = Math.max(serverTimeoutMillis, t + Math.max(5_000, t / 10));
+    }
+    Map<Long, LockResult> locks;
+    try {
+      locks = ExecuteQueries.lockAllForExecution(g.conn, fences,
+          truncate("pgtask task " + first.id() + " " + config.workerId()), serverTimeoutMillis,
+          config.tenantLockNamespace());
+    } catch (SQLException | RuntimeException e) {
+      g.broken = true;
+      g.failure = e;
+      locks = Map.of();
+    }
+    for (Claimed c : chunk) {
+      g.prelocked.put(c.id(), g.broken ? LockResult.LOCKED : locks.getOrDefault(c.id(), LockResult.FENCED_OUT));
+    }
+    g.pending.addAll(chunk.subList(1, chunk.size()));
   }
 
   private void releaseUnstarted(Claimed c) {
@@ -321,16 +376,22 @@ public final class Executor {
     }
     Duration timeout = timeout(handler);
     long serverTimeoutMillis = timeout.toMillis() + Math.max(5_000, timeout.toMillis() / 10);
-    LockResult lock;
-    try {
-      lock = ExecuteQueries.lockForExecution(g.conn, fence,
-          truncate("pgtask task " + c.id() + " " + config.workerId()), serverTimeoutMillis,
-          config.tenantLockNamespace());
-    } catch (SQLException | RuntimeException e) {
-      g.broken = true;
-      g.failure = e;
+    LockResult lock = g.prelocked.get(c.id());
+    if (g.broken) {
       g.members.add(new Member(c, (Fence) null, startNanos));
       return;
+    }
+    if (lock == null) {
+      try {
+        lock = ExecuteQueries.lockForExecution(g.conn, fence,
+            truncate("pgtask task " + c.id() + " " + config.workerId()), serverTimeoutMillis,
+            config.tenantLockNamespace());
+      } catch (SQLException | RuntimeException e) {
+        g.broken = true;
+        g.failure = e;
+        g.members.add(new Member(c, (Fence) null, startNanos));
+        return;
+      }
     }
     if (lock == LockResult.FENCED_OUT) {
       log.info("pgtask: task {} attempt {} is no longer ours; abandoned", c.id(), c.attempt());
@@ -345,10 +406,16 @@ public final class Executor {
     RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payloadNode, false);
     // with commit batching the task's savepoint is opened lazily, before the handler's first
     // database call: a handler that does no database work needs none
-    Savepoint[] savepoint = new Savepoint[1];
+    boolean[] savepoint = new boolean[1];
     Connection handlerConnection = TaskConnection.wrap(g.conn, () -> {
       if (g.batching) {
-        savepoint[0] = g.conn.setSavepoint();
+        // one round trip: the savepoint, and application_name naming this task (a batch's lock
+        // statement named its first task)
+        try (Statement st = g.conn.createStatement()) {
+          st.execute("SAVEPOINT pgtask_task; SELECT set_config('application_name', '"
+              + truncate("pgtask task " + c.id() + " " + config.workerId()).replace("'", "''") + "', true)");
+        }
+        savepoint[0] = true;
       }
     });
     ScheduledFuture<?> timer = null;
@@ -374,16 +441,15 @@ public final class Executor {
     // the completions at commit are taken by the top-level transaction: a row locked by one
     // subtransaction and updated by another would make PostgreSQL create a MultiXact per task.
     try {
-      if (outcome != null) {
-        if (savepoint[0] != null) {
-          g.conn.rollback(savepoint[0]);
-        } else if (!g.batching) {
-          g.conn.rollback();
-        }
-        // batching without a savepoint: the handler never touched the database, nothing to undo
+      if (outcome != null && !g.batching) {
+        g.conn.rollback();
       }
-      if (savepoint[0] != null) {
-        g.conn.releaseSavepoint(savepoint[0]);
+      // batching without a savepoint: the handler never touched the database, nothing to undo
+      if (savepoint[0]) {
+        try (Statement st = g.conn.createStatement()) {
+          st.execute(outcome != null ? "ROLLBACK TO SAVEPOINT pgtask_task; RELEASE SAVEPOINT pgtask_task"
+              : "RELEASE SAVEPOINT pgtask_task");
+        }
       }
     } catch (SQLException e) {
       g.broken = true;
@@ -439,6 +505,11 @@ public final class Executor {
   private void commit(Group g) {
     if (g == null) {
       return;
+    }
+    // tasks locked ahead but not run (the transaction broke): they share its fate below
+    while (!g.pending.isEmpty()) {
+      g.members.add(new Member(g.pending.poll(), (Fence) null, System.nanoTime()));
+      handled();
     }
     try {
       if (!g.broken) {
@@ -655,6 +726,8 @@ public final class Executor {
     final List<Member> completed = new ArrayList<>();
     final List<Member> outcomes = new ArrayList<>();
     final List<Member> members = new ArrayList<>(); // started but lost with a broken transaction
+    final Map<Long, LockResult> prelocked = new java.util.HashMap<>(); // locked ahead (commit batching)
+    final java.util.ArrayDeque<Claimed> pending = new java.util.ArrayDeque<>(); // prelocked, not yet run
     boolean broken;
     Throwable failure;
 
