@@ -51,6 +51,9 @@ public final class Benchmark {
     }
   }
 
+  // the JIT keeps compiling the worker's hot path for the first few tens of thousands of tasks
+  private static final int WARM_UP_TASKS = 20_000;
+
   private final String url;
   private final Properties props;
   private final Sizes sizes;
@@ -71,11 +74,12 @@ public final class Benchmark {
       printMachine(pool);
       PgTask pgtask = PgTask.create(pool);
 
-      // one untimed drain per mode first: the JIT compiles the worker's hot path during the first
-      // tens of thousands of tasks, and a long-running worker does not pay that again
-      out.println("warm-up: one untimed drain per mode");
-      drain(pool, pgtask, 10, Mode.PLAIN);
-      drain(pool, pgtask, 10, Mode.TRANSACTIONAL_BATCHED);
+      // untimed drains first: a long-running worker has its hot path compiled; a fresh JVM has not
+      out.println("warm-up: untimed drains of 20000 tasks, two per mode");
+      for (int i = 0; i < 2; i++) {
+        out.printf(Locale.ROOT, "  warm-up %d: plain %.0f/s, transactional batched %.0f/s%n", i + 1,
+            drain(pool, pgtask, 10, Mode.PLAIN, WARM_UP_TASKS), drain(pool, pgtask, 10, Mode.TRANSACTIONAL_BATCHED, WARM_UP_TASKS));
+      }
 
       Stat floor = measure("raw SQL floor: claim 50 SKIP LOCKED + delete, 8 connections", "tasks/s",
           run -> rawFloor(pool));
@@ -93,16 +97,19 @@ public final class Benchmark {
           run -> drain(pool, pgtask, 10, Mode.TRANSACTIONAL_DEFAULT));
       measure("enqueue: Java batch of 10000 (enqueueAll)", "tasks/s", run -> enqueueBatch(pool, pgtask));
       Stat single = measure("enqueue: single SELECT pgtask.enqueue, autocommit, 1 connection", "tasks/s",
-          run -> singleEnqueue(pool, false));
+          run -> singleEnqueue(pool, SingleEnqueue.FUNCTION));
       Stat bare = measure("enqueue: bare INSERT + pg_notify, autocommit, 1 connection", "tasks/s",
-          run -> singleEnqueue(pool, true));
+          run -> singleEnqueue(pool, SingleEnqueue.BARE_TABLE));
+      Stat direct = measure("enqueue: INSERT into pgtask.task + pg_notify (no function), autocommit, 1 connection", "tasks/s",
+          run -> singleEnqueue(pool, SingleEnqueue.DIRECT_INSERT));
       Stat[] latency = idleLatency(pool, pgtask);
       if (!sizes.sustained().isZero()) {
         sustained(pool, pgtask);
       }
 
       printTable();
-      out.printf(Locale.ROOT, "%nsingle enqueue vs bare INSERT + NOTIFY: %.2f (1.00 = as fast)%n", single.median / bare.median);
+      out.printf(Locale.ROOT, "%nsingle enqueue vs bare INSERT + NOTIFY: %.2f (1.00 = as fast); vs INSERT into pgtask.task: %.2f%n",
+          single.median / bare.median, single.median / direct.median);
       out.printf(Locale.ROOT, "raw one-transaction-per-task: %.0f/s; idle enqueue-to-start p50 %.2f ms, p99 %.2f ms%n",
           rawTx.median, latency[0].median, latency[1].median);
       double plain = Math.max(plain10.median, plain50.median);
@@ -118,8 +125,11 @@ public final class Benchmark {
 
   /** Drains {@code drainTasks} no-op tasks; returns tasks/s from the worker's start to the last completion. */
   private double drain(HikariDataSource pool, PgTask pgtask, int concurrency, Mode mode) throws Exception {
+    return drain(pool, pgtask, concurrency, mode, sizes.drainTasks());
+  }
+
+  private double drain(HikariDataSource pool, PgTask pgtask, int concurrency, Mode mode, int n) throws Exception {
     resetTasks(pool);
-    int n = sizes.drainTasks();
     List<NewTask> tasks = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       TaskOptions o = mode == Mode.PLAIN ? TaskOptions.defaults() : TaskOptions.defaults().withTenant("tenant-" + (i % 2_000));
@@ -227,7 +237,10 @@ public final class Benchmark {
     return 10_000 / ((System.nanoTime() - start) / 1e9);
   }
 
-  private double singleEnqueue(HikariDataSource pool, boolean bare) throws Exception {
+  private enum SingleEnqueue { FUNCTION, BARE_TABLE, DIRECT_INSERT }
+
+  private double singleEnqueue(HikariDataSource pool, SingleEnqueue how) throws Exception {
+    boolean bare = how == SingleEnqueue.BARE_TABLE;
     resetTasks(pool);
     int n = 2_000;
     try (Connection c = pool.getConnection()) {
@@ -239,10 +252,14 @@ public final class Benchmark {
               + "payload jsonb NOT NULL, run_at timestamptz NOT NULL DEFAULT now())");
         }
       }
-      String sql = bare
-          ? "WITH i AS (INSERT INTO pgtask_bench.bare (kind, queue, payload) VALUES (?, 'default', ?::jsonb) RETURNING id) "
-              + "SELECT i.id, pg_notify('pgtask_bench', 'default') FROM i"
-          : "SELECT pgtask.enqueue(?, ?::jsonb)";
+      String sql = switch (how) {
+        case BARE_TABLE -> "WITH i AS (INSERT INTO pgtask_bench.bare (kind, queue, payload) VALUES (?, 'default', ?::jsonb) "
+            + "RETURNING id) SELECT i.id, pg_notify('pgtask_bench', 'default') FROM i";
+        // the task table with its constraints, indexes and triggers, without pgtask.enqueue's checks
+        case DIRECT_INSERT -> "WITH i AS (INSERT INTO pgtask.task (kind, queue, payload) VALUES (?, 'default', ?::jsonb) "
+            + "RETURNING id) SELECT i.id, pg_notify('pgtask_bench', 'default') FROM i";
+        case FUNCTION -> "SELECT pgtask.enqueue(?, ?::jsonb)";
+      };
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         long start = System.nanoTime();
         for (int i = 0; i < n; i++) {

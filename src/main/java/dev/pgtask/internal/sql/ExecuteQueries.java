@@ -97,14 +97,48 @@ public final class ExecuteQueries {
     }
   }
 
-  // lockForExecution for several tasks of one owner: array binds, one statement shape whatever the
-  // count; each row's attempt is looked up by its id's position (see COMPLETE_ALL)
+  /**
+   * The attempt this worker holds for a row found by {@code id = ANY(ids)}: looked up in a JSON
+   * object {"id": attempt, ...} bound as one parameter (binary search over its sorted keys). Not a
+   * join with unnest(ids, attempts): when the statistics say no task is running, the planner joins
+   * that way with a nested loop over every pair (a batch of 500 took 60 ms instead of 2); and not
+   * array_position, which is linear per row.
+   */
+  private static Field<Integer> heldAttempt() {
+    return DSL.field("({0} ->> {1})::integer", SQLDataType.INTEGER,
+        DSL.param("attempts", SQLDataType.JSONB), TASK.ID.cast(SQLDataType.CLOB));
+  }
+
+  /**
+   * The {"id": attempt, ...} parameter of {@link #heldAttempt}, bound as jsonb: bound as text, the
+   * server would parse it again for every row it filters.
+   */
+  private static org.postgresql.util.PGobject attemptMap(java.util.List<Fence> fences) throws SQLException {
+    StringBuilder json = new StringBuilder(fences.size() * 16).append('{');
+    for (int i = 0; i < fences.size(); i++) {
+      if (i > 0) {
+        json.append(',');
+      }
+      json.append('"').append(fences.get(i).id()).append("\":").append(fences.get(i).attempt());
+    }
+    org.postgresql.util.PGobject value = new org.postgresql.util.PGobject();
+    value.setType("jsonb");
+    value.setValue(json.append('}').toString());
+    return value;
+  }
+
+  private static java.sql.Array idArray(Connection connection, java.util.List<Fence> fences) throws SQLException {
+    Long[] ids = new Long[fences.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = fences.get(i).id();
+    }
+    return connection.createArrayOf("bigint", ids);
+  }
+
+  // lockForExecution for several tasks of one owner: one statement shape whatever the count
   private static final PreparedQuery LOCK_ALL_FOR_EXECUTION = lockAllQuery();
 
   private static PreparedQuery lockAllQuery() {
-    Field<Long[]> ids = DSL.param("ids", Long[].class);
-    Field<Integer> attempt = DSL.arrayGet(DSL.param("attempts", Integer[].class),
-        DSL.function("array_position", SQLDataType.INTEGER, ids, TASK.ID));
     return PreparedQuery.of(DSL.select(
             TASK.ID,
             setLocal("application_name", DSL.param("app", String.class)),
@@ -114,8 +148,8 @@ public final class ExecuteQueries {
                 .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
                     DSL.param("namespace", Integer.class), TASK.TENANT_ID)))
         .from(TASK)
-        .where(TASK.ID.eq(DSL.any(DSL.param("lookup", Long[].class))))
-        .and(TASK.ATTEMPT.eq(attempt))
+        .where(TASK.ID.eq(DSL.any(DSL.param("ids", Long[].class))))
+        .and(TASK.ATTEMPT.eq(heldAttempt()))
         .and(runningById(TASK))
         .and(TASK.OWNER.eq(DSL.param("owner", String.class)))
         .orderBy(TASK.ID)
@@ -131,18 +165,11 @@ public final class ExecuteQueries {
    */
   public static Map<Long, LockResult> lockAllForExecution(Connection tx, java.util.List<Fence> fences,
       String applicationName, long serverTimeoutMillis, int namespace) throws SQLException {
-    Long[] ids = new Long[fences.size()];
-    Integer[] attempts = new Integer[fences.size()];
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = fences.get(i).id();
-      attempts[i] = fences.get(i).attempt();
-    }
     String timeout = Long.toString(serverTimeoutMillis);
-    java.sql.Array idArray = tx.createArrayOf("bigint", ids);
     Map<Long, LockResult> results = new java.util.HashMap<>();
     try (PreparedStatement ps = LOCK_ALL_FOR_EXECUTION.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
-            "idle_timeout", timeout, "namespace", namespace, "lookup", idArray, "ids", idArray,
-            "attempts", tx.createArrayOf("integer", attempts), "owner", fences.get(0).owner()));
+            "idle_timeout", timeout, "namespace", namespace, "ids", idArray(tx, fences),
+            "attempts", attemptMap(fences), "owner", fences.get(0).owner()));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         results.put(rs.getLong(1), rs.getBoolean(5) ? LockResult.LOCKED : LockResult.TENANT_BUSY);
@@ -151,22 +178,16 @@ public final class ExecuteQueries {
     return results;
   }
 
-  // fenced completion of a batch: two array binds, one statement shape whatever the batch size
+  // fenced completion of a batch: one statement shape whatever the batch size
   private static final PreparedQuery COMPLETE_ALL = completeAllQuery();
 
   private static PreparedQuery completeAllQuery() {
-    Field<Long[]> ids = DSL.param("ids", Long[].class);
-    // each row's attempt is looked up by its id's position. No join with unnest(ids): when the
-    // statistics say no task is running, the planner joins that way with a nested loop over every
-    // pair, and a batch of 500 took 60 ms instead of 2
-    Field<Integer> attempt = DSL.arrayGet(DSL.param("attempts", Integer[].class),
-        DSL.function("array_position", SQLDataType.INTEGER, ids, TASK.ID));
     return PreparedQuery.of(DSL.update(TASK)
         .set(TASK.STATE, DSL.inline(TaskState.completed))
         .set(TASK.FINISHED_AT, clockTimestamp())
         .set(TASK.LEASE_UNTIL, DSL.inline((java.time.Instant) null, TASK.LEASE_UNTIL))
-        .where(TASK.ID.eq(DSL.any(DSL.param("lookup", Long[].class))))
-        .and(TASK.ATTEMPT.eq(attempt))
+        .where(TASK.ID.eq(DSL.any(DSL.param("ids", Long[].class))))
+        .and(TASK.ATTEMPT.eq(heldAttempt()))
         .and(runningById(TASK))
         .and(TASK.OWNER.eq(DSL.param("owner", String.class))));
   }
@@ -185,15 +206,8 @@ public final class ExecuteQueries {
     if (fences.isEmpty()) {
       return 0;
     }
-    Long[] ids = new Long[fences.size()];
-    Integer[] attempts = new Integer[fences.size()];
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = fences.get(i).id();
-      attempts[i] = fences.get(i).attempt();
-    }
-    java.sql.Array idArray = connection.createArrayOf("bigint", ids);
-    try (PreparedStatement ps = COMPLETE_ALL.prepare(connection, Map.of("lookup", idArray, "ids", idArray,
-        "attempts", connection.createArrayOf("integer", attempts), "owner", fences.get(0).owner()))) {
+    try (PreparedStatement ps = COMPLETE_ALL.prepare(connection, Map.of("ids", idArray(connection, fences),
+        "attempts", attemptMap(fences), "owner", fences.get(0).owner()))) {
       return ps.executeUpdate();
     }
   }
