@@ -67,7 +67,7 @@ class RescueTest {
   /** Claims like a worker that then dies: the claim commits, nothing else happens. */
   private List<ClaimQueries.Claimed> claimAsGhost(int n, String ghost) {
     return ClaimQueries.claimAvailable(pool, List.of("default"), List.of("test.task"), n, ghost,
-        Duration.ofSeconds(30), id -> "t" + id).tasks();
+        Duration.ofSeconds(30)).tasks();
   }
 
   private void expireLeases() throws Exception {

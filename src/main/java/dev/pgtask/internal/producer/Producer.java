@@ -32,7 +32,6 @@ public final class Producer {
   private final Executor executor;
   private final Semaphore wakeups = new Semaphore(0);
   private final List<String> kinds;
-  private final dev.pgtask.internal.tenant.TenantNames tenantNames;
   private volatile boolean running;
   private Thread thread;
 
@@ -41,7 +40,6 @@ public final class Producer {
     this.stats = stats;
     this.executor = executor;
     this.kinds = config.kinds();
-    this.tenantNames = new dev.pgtask.internal.tenant.TenantNames(config.dataSource());
   }
 
   public void start() {
@@ -125,7 +123,7 @@ public final class Producer {
       }
       stats.claimQueries.incrementAndGet();
       Claim claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
-          config.workerId(), config.leaseDuration(), tenantNames::name);
+          config.workerId(), config.leaseDuration());
       List<Claimed> tasks = claim.tasks();
       stats.claimed.addAndGet(tasks.size());
       if (!tasks.isEmpty()) {
