@@ -10,10 +10,11 @@
 --    calls pgtask.tenant_id.
 
 -- The head test of promote_tenant, written so that it uses task_tenant_head_idx alone (the V1
--- form also scanned every running task of the queue).
+-- form also scanned every running task of the queue); generic plans, as for promote_tenants.
 CREATE OR REPLACE FUNCTION pgtask.promote_tenant(p_tenant_id integer) RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
   v_has_head boolean;
@@ -47,9 +48,12 @@ $$;
 -- that is running or due, the next waiting task is promoted (only one already due when the tenant
 -- still has a head scheduled for later). Rows locked by others are passed over (SKIP LOCKED).
 -- Wakes the queues of the promoted tasks; returns how many were promoted.
+-- Generic plans: the plan does not depend on which tenants are passed (index probes per tenant),
+-- and re-planning this query for each call doubled the cost of completing one task.
 CREATE FUNCTION pgtask.promote_tenants(p_tenant_ids integer[]) RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
   v_count integer;
