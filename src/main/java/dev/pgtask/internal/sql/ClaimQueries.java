@@ -72,7 +72,10 @@ public final class ClaimQueries {
             .and(DSL.field(DSL.select(DSL.function("set_config", SQLDataType.CLOB,
                 DSL.inline("synchronous_commit"), DSL.inline("off"), DSL.inline(true)))).isNotNull())
             .orderBy(c.PRIORITY, c.RUN_AT, c.ID)
-            .limit(DSL.param("limit", Integer.class))
+            // behind a sub-select: with LIMIT $n visible, a plan for a small n always looked
+            // cheaper than the generic plan, and the server planned the claim on every execution
+            // (half a millisecond, as much as running it)
+            .limit(DSL.field(DSL.select(DSL.param("limit", Integer.class))))
             .forUpdate()
             .skipLocked());
     Field<Long> lId = locked.field(c.ID);
