@@ -9,45 +9,11 @@
 --    afresh on every call (about half of the function's time). A task without a tenant no longer
 --    calls pgtask.tenant_id.
 
--- The head test of promote_tenant, written so that it uses task_tenant_head_idx alone (the V1
--- form also scanned every running task of the queue); generic plans, as for promote_tenants.
-CREATE OR REPLACE FUNCTION pgtask.promote_tenant(p_tenant_id integer) RETURNS text
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-AS $$
-DECLARE
-  v_has_head boolean;
-  v_queue text;
-BEGIN
-  IF EXISTS (
-      SELECT 1 FROM pgtask.task h
-      WHERE h.tenant_id = p_tenant_id AND NOT h.blocked AND h.state IN ('available', 'retryable', 'running')
-        AND (h.state = 'running' OR h.run_at <= now())) THEN
-    RETURN NULL;
-  END IF;
-  v_has_head := EXISTS (
-      SELECT 1 FROM pgtask.task h
-      WHERE h.tenant_id = p_tenant_id AND NOT h.blocked AND h.state IN ('available', 'retryable'));
-  UPDATE pgtask.task t SET blocked = false
-  WHERE t.id = (
-      SELECT w.id FROM pgtask.task w
-      WHERE w.tenant_id = p_tenant_id AND w.blocked AND (NOT v_has_head OR w.run_at <= now())
-      ORDER BY w.priority, w.run_at, w.id
-      LIMIT 1
-      FOR UPDATE SKIP LOCKED)
-  RETURNING t.queue INTO v_queue;
-  IF v_queue IS NOT NULL THEN
-    PERFORM pg_notify('pgtask', v_queue);
-  END IF;
-  RETURN v_queue;
-END
-$$;
-
--- promote_tenant for many tenants in one statement (same rules): for each tenant without a head
--- that is running or due, the next waiting task is promoted (only one already due when the tenant
--- still has a head scheduled for later). Rows locked by others are passed over (SKIP LOCKED).
--- Wakes the queues of the promoted tasks; returns how many were promoted.
+-- Hands on the heads of many tenants in one statement, replacing V1's promote_tenant (same rules):
+-- for each tenant without a head that is running or due, the next waiting task is promoted (only
+-- one already due when the tenant still has a head scheduled for later). Rows locked by others are
+-- passed over (SKIP LOCKED). Wakes the queues of the promoted tasks; returns how many were
+-- promoted. Used by the update and delete triggers and by the workers' repair pass.
 -- Generic plans: the plan does not depend on which tenants are passed (index probes per tenant),
 -- and re-planning this query for each call doubled the cost of completing one task.
 CREATE FUNCTION pgtask.promote_tenants(p_tenant_ids integer[]) RETURNS integer
@@ -116,7 +82,20 @@ BEGIN
 END
 $$;
 
+-- Deletes of heads are rare (retention deletes finished tasks, which the trigger's WHEN skips):
+-- the row trigger stays, calling the one hand-off function.
+CREATE OR REPLACE FUNCTION pgtask.task_after_head_change() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  PERFORM pgtask.promote_tenants(ARRAY[OLD.tenant_id]);
+  RETURN NULL;
+END
+$$;
+
 DROP TRIGGER task_after_update_head ON pgtask.task;
+DROP FUNCTION pgtask.promote_tenant(integer);
 
 CREATE TRIGGER task_after_update_heads
   AFTER UPDATE ON pgtask.task

@@ -97,7 +97,7 @@ class ProducerRoleTest {
       "SELECT * FROM pgtask.pgtask_schema_history",
       "SELECT nextval('pgtask.task_id_seq')",
       "SELECT pgtask.tenant_id('sneaky')",
-      "SELECT pgtask.promote_tenant(1)",
+      "SELECT pgtask.promote_tenants(ARRAY[1])",
       "SELECT pgtask.set_max_payload_bytes(1)",
       "SELECT pgtask.grant_producer('public')",
       "SELECT pgtask.task_input_error('k', '{}', 'q', NULL, 1, NULL, 10)",

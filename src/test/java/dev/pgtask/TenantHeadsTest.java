@@ -124,6 +124,29 @@ class TenantHeadsTest {
   }
 
   @Test
+  void theRepairPassGivesAHeadToATenantLeftWithOnlyWaitingTasks() throws Exception {
+    try (Connection c = db.connect()) {
+      long head = enqueue(c, "orphaned", "now()", 0);
+      long waiting = enqueue(c, "orphaned", "now()", 0);
+      long busyHead = enqueue(c, "still-running", "now()", 0);
+      long busyWaiting = enqueue(c, "still-running", "now()", 0);
+      exec(c, "UPDATE pgtask.task SET state = 'running', attempt = 1, owner = 'w', lease_until = now() + interval '1 minute' "
+          + "WHERE id = " + busyHead);
+      // the head finishes without the hand-off trigger (as the race between an enqueue and a
+      // hand-off can leave a tenant): only a waiting task is left
+      exec(c, "SET session_replication_role = replica");
+      exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id = " + head);
+      exec(c, "RESET session_replication_role");
+      assertThat(blocked(c, waiting)).as("the orphaned tenant's task before the repair pass waits").isTrue();
+
+      int repaired = dev.pgtask.internal.sql.MaintenanceQueries.repairTenantHeads(dev.pgtask.internal.sql.Sql.using(c));
+      assertThat(repaired).as("tenants given a head by the repair pass").isEqualTo(1);
+      assertThat(blocked(c, waiting)).as("the orphaned tenant's task after the repair pass waits").isFalse();
+      assertThat(blocked(c, busyWaiting)).as("a tenant whose head runs keeps its task waiting").isTrue();
+    }
+  }
+
+  @Test
   void tenantIdsComeFromTheRegistryAndAKnownTenantBurnsNoId() throws Exception {
     try (Connection c = db.connect()) {
       enqueue(c, "registry-a", "now()", 0);

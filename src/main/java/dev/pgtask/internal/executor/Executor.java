@@ -37,7 +37,7 @@ import org.slf4j.MDC;
  * Runs claimed tasks on {@code concurrency} executor threads.
  *
  * <p>Transactional tasks (the default): a thread opens a transaction on a pooled connection and
- * for each task {@link ExecuteQueries#lockForExecution re-locks its row with fencing} (not ours any
+ * {@link ExecuteQueries#lockForExecution re-locks the task's row with fencing} (not ours any
  * more: skip it) in the same statement that takes the tenant's transaction-scoped advisory lock
  * (busy: put the task back for a short delay without spending an attempt) and sets the
  * transaction-local application_name and server-side timeouts; runs the handler on that
@@ -45,9 +45,10 @@ import org.slf4j.MDC;
  * (retry with backoff, discard, snooze, cancelled) is recorded by a fenced statement.
  *
  * <p>With commit batching ({@code commitBatch(n, t)}), a thread that finds more claimed tasks
- * waiting keeps its transaction open for them, each task inside its own savepoint (a failure rolls
- * back to the savepoint only, which also releases a tenant lock taken after it), and commits after
- * n tasks, after t, or when nothing waits. Completions are written in one statement at commit.
+ * waiting keeps its transaction open for them: it re-locks up to n of them in that one statement,
+ * runs each inside its own savepoint (a failure rolls back to the savepoint only; the task's row
+ * and tenant locks stay until its failure is recorded at commit), and commits after n tasks, after
+ * t, or when nothing waits. Completions are written in one statement at commit.
  *
  * <p>Plain-mode kinds run outside any transaction; their completions are written in batches by the
  * {@link Completer}, which also keeps the leases of tasks held without a transaction alive.
@@ -266,7 +267,7 @@ public final class Executor {
           continue;
         }
         HandlerEntry<?> handler = config.handlers().get(c.kind());
-        if (handler.options().mode() == HandlerOptions.Mode.PLAIN && c.tenantId() == null) {
+        if (runsPlain(c)) {
           if (group != null) {
             commit(group);
             group = null;
@@ -282,7 +283,7 @@ public final class Executor {
           }
         }
         Group g = group;
-        if (g.batching && !g.prelocked.containsKey(c.id())) {
+        if (!g.prelocked.containsKey(c.id())) {
           prelock(g, c);
         }
         withMdc(c, () -> runInGroup(g, c, handler));
@@ -301,9 +302,10 @@ public final class Executor {
   }
 
   /**
-   * Commit batching: takes up to the batch's remaining room of waiting transactional tasks along
-   * with {@code first} and locks them all in one round trip (their rows and tenant locks are held
-   * by the group's transaction until it commits either way). They run next, in claim order.
+   * Locks {@code first} for execution in the group's transaction; with commit batching, also up to
+   * the batch's remaining room of waiting transactional tasks, all in one round trip (their rows
+   * and tenant locks are held by the group's transaction until it commits either way). They run
+   * next, in claim order.
    */
   private void prelock(Group g, Claimed first) {
     List<Claimed> chunk = new ArrayList<>();
@@ -314,8 +316,7 @@ public final class Executor {
       if (next == null) {
         break;
       }
-      HandlerEntry<?> h = config.handlers().get(next.kind());
-      if (h.options().mode() == HandlerOptions.Mode.PLAIN && next.tenantId() == null) {
+      if (runsPlain(next)) {
         ready.offerFirst(next);
         break;
       }
@@ -326,13 +327,11 @@ public final class Executor {
     List<Fence> fences = new ArrayList<>(chunk.size());
     for (Claimed c : chunk) {
       fences.add(fence(c));
-      long t = timeout(config.handlers().get(c.kind())).toMillis();
-      serverTimeoutMillis = Math.max(serverTimeoutMillis, t + Math.max(5_000, t / 10));
+      serverTimeoutMillis = Math.max(serverTimeoutMillis, serverTimeoutMillis(config.handlers().get(c.kind())));
     }
     Map<Long, LockResult> locks;
     try {
-      locks = ExecuteQueries.lockAllForExecution(g.conn, fences,
-          truncate("pgtask task " + first.id() + " " + config.workerId()), serverTimeoutMillis,
+      locks = ExecuteQueries.lockForExecution(g.conn, fences, applicationName(first), serverTimeoutMillis,
           config.tenantLockNamespace());
     } catch (SQLException | RuntimeException e) {
       g.broken = true;
@@ -361,38 +360,22 @@ public final class Executor {
     return new Fence(c.id(), config.workerId(), c.attempt());
   }
 
-  /** Runs one transactional task inside the group's open transaction. */
+  /** Runs one transactional task, locked by {@link #prelock}, inside the group's open transaction. */
   private <T> void runInGroup(Group g, Claimed c, HandlerEntry<T> handler) {
     Fence fence = fence(c);
     long startNanos = System.nanoTime();
-    JsonNode payloadNode;
-    T payload;
+    Payload<T> payload;
     try {
-      payloadNode = config.objectMapper().readTree(c.payload().data());
-      payload = payloadAs(payloadNode, handler);
+      payload = parse(c, handler);
     } catch (Exception e) {
       g.record(c, payloadMismatch(handler, e), startNanos);
       return;
     }
-    Duration timeout = timeout(handler);
-    long serverTimeoutMillis = timeout.toMillis() + Math.max(5_000, timeout.toMillis() / 10);
-    LockResult lock = g.prelocked.get(c.id());
     if (g.broken) {
       g.members.add(new Member(c, (Fence) null, startNanos));
       return;
     }
-    if (lock == null) {
-      try {
-        lock = ExecuteQueries.lockForExecution(g.conn, fence,
-            truncate("pgtask task " + c.id() + " " + config.workerId()), serverTimeoutMillis,
-            config.tenantLockNamespace());
-      } catch (SQLException | RuntimeException e) {
-        g.broken = true;
-        g.failure = e;
-        g.members.add(new Member(c, (Fence) null, startNanos));
-        return;
-      }
-    }
+    LockResult lock = g.prelocked.get(c.id());
     if (lock == LockResult.FENCED_OUT) {
       log.info("pgtask: task {} attempt {} is no longer ours; abandoned", c.id(), c.attempt());
       return;
@@ -403,7 +386,8 @@ public final class Executor {
       g.record(c, Outcome.defer(config.tenantDeferDelay()), startNanos);
       return;
     }
-    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payloadNode, false);
+    Duration timeout = timeout(handler);
+    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payload.node(), false);
     // with commit batching the task's savepoint is opened lazily, before the handler's first
     // database call: a handler that does no database work needs none
     boolean[] savepoint = new boolean[1];
@@ -413,29 +397,13 @@ public final class Executor {
         // statement named its first task)
         try (Statement st = g.conn.createStatement()) {
           st.execute("SAVEPOINT pgtask_task; SELECT set_config('application_name', '"
-              + truncate("pgtask task " + c.id() + " " + config.workerId()).replace("'", "''") + "', true)");
+              + applicationName(c).replace("'", "''") + "', true)");
         }
         savepoint[0] = true;
       }
     });
-    ScheduledFuture<?> timer = null;
-    Outcome outcome;
-    try {
-      task.attach(handlerConnection, Sql.using(handlerConnection), g.conn);
-      running.put(c.id(), task);
-      timer = watchdog.schedule(() -> stop(task, RunningTask.StopReason.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
-      if (stopping) {
-        task.requestStop(RunningTask.StopReason.SHUTDOWN);
-      }
-      outcome = task.stopReason() == RunningTask.StopReason.NONE ? runHandler(handler, task, payload) : outcomeOfStop(task);
-    } finally {
-      if (timer != null) {
-        timer.cancel(false);
-      }
-      running.remove(c.id());
-      task.detach();
-      Thread.interrupted();
-    }
+    task.attach(handlerConnection, Sql.using(handlerConnection), g.conn);
+    Outcome outcome = supervise(task, handler, payload.value(), timeout);
     // Success keeps the handler's work, failure undoes it: back to the savepoint, or the whole
     // (single-task) transaction. The savepoint is then released, so the next task's row lock and
     // the completions at commit are taken by the top-level transaction: a row locked by one
@@ -602,34 +570,16 @@ public final class Executor {
   private <T> void runPlain(Claimed c, HandlerEntry<T> handler) {
     Fence fence = fence(c);
     long startNanos = System.nanoTime();
-    JsonNode payloadNode;
-    T payload;
-    Outcome outcome;
+    Payload<T> payload;
     try {
-      payloadNode = config.objectMapper().readTree(c.payload().data());
-      payload = payloadAs(payloadNode, handler);
+      payload = parse(c, handler);
     } catch (Exception e) {
       finishPlain(c, payloadMismatch(handler, e), startNanos);
       return;
     }
     Duration timeout = timeout(handler);
-    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payloadNode, true);
-    ScheduledFuture<?> timer = null;
-    try {
-      running.put(c.id(), task);
-      timer = watchdog.schedule(() -> stop(task, RunningTask.StopReason.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
-      if (stopping) {
-        task.requestStop(RunningTask.StopReason.SHUTDOWN);
-      }
-      outcome = task.stopReason() == RunningTask.StopReason.NONE ? runHandler(handler, task, payload) : outcomeOfStop(task);
-    } finally {
-      if (timer != null) {
-        timer.cancel(false);
-      }
-      running.remove(c.id());
-      task.detach();
-      Thread.interrupted();
-    }
+    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payload.node(), true);
+    Outcome outcome = supervise(task, handler, payload.value(), timeout);
     if (outcome == null) {
       completer.complete(c, fence, startNanos);
     } else {
@@ -649,10 +599,54 @@ public final class Executor {
 
   // ---- helpers ----
 
-  private <T> T payloadAs(JsonNode node, HandlerEntry<T> handler) throws Exception {
-    return JsonNode.class.equals(handler.payloadType())
+  /**
+   * Runs the handler under the watchdog (interrupted at {@code timeout}) and visible to
+   * {@link #cancel} and shutdown; returns null on success, else what to record.
+   */
+  private <T> Outcome supervise(RunningTask task, HandlerEntry<T> handler, T payload, Duration timeout) {
+    ScheduledFuture<?> timer = null;
+    try {
+      running.put(task.claimed.id(), task);
+      timer = watchdog.schedule(() -> stop(task, RunningTask.StopReason.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
+      if (stopping) {
+        task.requestStop(RunningTask.StopReason.SHUTDOWN);
+      }
+      return task.stopReason() == RunningTask.StopReason.NONE ? runHandler(handler, task, payload) : outcomeOfStop(task);
+    } finally {
+      if (timer != null) {
+        timer.cancel(false);
+      }
+      running.remove(task.claimed.id());
+      task.detach();
+      Thread.interrupted();
+    }
+  }
+
+  /** A task's payload as JSON and as the handler's type. */
+  private record Payload<T>(JsonNode node, T value) {}
+
+  private <T> Payload<T> parse(Claimed c, HandlerEntry<T> handler) throws Exception {
+    JsonNode node = config.objectMapper().readTree(c.payload().data());
+    T value = JsonNode.class.equals(handler.payloadType())
         ? handler.payloadType().cast(node)
         : config.objectMapper().treeToValue(node, handler.payloadType());
+    return new Payload<>(node, value);
+  }
+
+  /** Plain-mode kinds run outside any transaction, except tasks with a tenant. */
+  private boolean runsPlain(Claimed c) {
+    return config.handlers().get(c.kind()).options().mode() == HandlerOptions.Mode.PLAIN && c.tenantId() == null;
+  }
+
+  /** Transaction-local {@code application_name} while {@code c} runs: which task, on which worker. */
+  private String applicationName(Claimed c) {
+    return truncate("pgtask task " + c.id() + " " + config.workerId());
+  }
+
+  /** The server-side statement and idle timeouts of a task transaction: a little above the task timeout. */
+  private long serverTimeoutMillis(HandlerEntry<?> handler) {
+    long t = timeout(handler).toMillis();
+    return t + Math.max(5_000, t / 10);
   }
 
   /** A payload that does not deserialize never will: discard, without echoing it (Jackson's messages quote it). */

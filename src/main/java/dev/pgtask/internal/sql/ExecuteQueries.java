@@ -71,42 +71,6 @@ public final class ExecuteQueries {
     return DSL.function("set_config", SQLDataType.CLOB, DSL.inline(name), value, DSL.inline(true));
   }
 
-  // re-lock (fenced) + transaction-local settings + tenant lock, in one statement
-  private static final PreparedQuery LOCK_FOR_EXECUTION = PreparedQuery.of(
-      DSL.select(
-              setLocal("application_name", DSL.param("app", String.class)),
-              setLocal("statement_timeout", DSL.param("timeout", String.class)),
-              setLocal("idle_in_transaction_session_timeout", DSL.param("idle_timeout", String.class)),
-              DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
-                  .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
-                      DSL.param("namespace", Integer.class), TASK.TENANT_ID)))
-          .from(TASK)
-          .where(TASK.ID.eq(DSL.param("id", Long.class)))
-          .and(runningById(TASK))
-          .and(TASK.OWNER.eq(DSL.param("owner", String.class)))
-          .and(TASK.ATTEMPT.eq(DSL.param("attempt", Integer.class)))
-          .forNoKeyUpdate());
-
-  /**
-   * Starts a task's execution inside the caller's open transaction, in one round trip: re-locks
-   * the task row (fenced), sets transaction-local {@code application_name} and server-side
-   * timeouts, and takes the tenant's transaction-scoped advisory lock. Locks: the task row
-   * (FOR NO KEY UPDATE, until the transaction ends) and {@code (namespace, tenant_id)}.
-   * A lock taken for a row that then fails the fence is released by the caller's rollback.
-   */
-  public static LockResult lockForExecution(Connection tx, Fence f, String applicationName,
-      long serverTimeoutMillis, int namespace) throws SQLException {
-    String timeout = Long.toString(serverTimeoutMillis);
-    try (PreparedStatement ps = LOCK_FOR_EXECUTION.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
-            "idle_timeout", timeout, "namespace", namespace, "id", f.id(), "owner", f.owner(), "attempt", f.attempt()));
-        ResultSet rs = ps.executeQuery()) {
-      if (!rs.next()) {
-        return LockResult.FENCED_OUT;
-      }
-      return rs.getBoolean(4) ? LockResult.LOCKED : LockResult.TENANT_BUSY;
-    }
-  }
-
   /**
    * The attempt this worker holds for a row found by {@code id = ANY(ids)}: looked up in a JSON
    * object {"id": attempt, ...} bound as one parameter (binary search over its sorted keys). Not a
@@ -145,10 +109,11 @@ public final class ExecuteQueries {
     return connection.createArrayOf("bigint", ids);
   }
 
-  // lockForExecution for several tasks of one owner: one statement shape whatever the count
-  private static final PreparedQuery LOCK_ALL_FOR_EXECUTION = lockAllQuery();
+  // re-lock (fenced) + transaction-local settings + tenant locks of one or more tasks of one owner,
+  // in one statement whose shape does not depend on the count
+  private static final PreparedQuery LOCK_FOR_EXECUTION = lockQuery();
 
-  private static PreparedQuery lockAllQuery() {
+  private static PreparedQuery lockQuery() {
     return PreparedQuery.of(DSL.select(
             TASK.ID,
             setLocal("application_name", DSL.param("app", String.class)),
@@ -167,17 +132,19 @@ public final class ExecuteQueries {
   }
 
   /**
-   * {@link #lockForExecution} for several tasks of one owner in one round trip, for a commit
-   * batch: re-locks each row (fenced), takes each tenant's transaction lock, and sets the
-   * transaction-local settings once ({@code application_name} names the first task). Returns
-   * LOCKED or TENANT_BUSY per task id; a task missing from the map is fenced out. Locks: the rows
-   * (FOR NO KEY UPDATE, in id order) and the tenants' advisory locks, until the transaction ends.
+   * Starts the execution of one or more tasks of one owner inside the caller's open transaction,
+   * in one round trip: re-locks each task row (fenced), takes each tenant's transaction-scoped
+   * advisory lock, and sets transaction-local {@code application_name} and server-side timeouts.
+   * Returns LOCKED or TENANT_BUSY per task id; a task missing from the map is fenced out. Locks:
+   * the rows (FOR NO KEY UPDATE, in id order) and {@code (namespace, tenant_id)} of each, until
+   * the transaction ends. A lock taken for a row that then fails the fence is released with the
+   * transaction.
    */
-  public static Map<Long, LockResult> lockAllForExecution(Connection tx, java.util.List<Fence> fences,
+  public static Map<Long, LockResult> lockForExecution(Connection tx, java.util.List<Fence> fences,
       String applicationName, long serverTimeoutMillis, int namespace) throws SQLException {
     String timeout = Long.toString(serverTimeoutMillis);
     Map<Long, LockResult> results = new java.util.HashMap<>();
-    try (PreparedStatement ps = LOCK_ALL_FOR_EXECUTION.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
+    try (PreparedStatement ps = LOCK_FOR_EXECUTION.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
             "idle_timeout", timeout, "namespace", namespace, "ids", idArray(tx, fences),
             "attempts", attemptMap(fences), "owner", fences.get(0).owner()));
         ResultSet rs = ps.executeQuery()) {
@@ -186,6 +153,13 @@ public final class ExecuteQueries {
       }
     }
     return results;
+  }
+
+  /** {@link #lockForExecution(Connection, java.util.List, String, long, int)} for one task. */
+  public static LockResult lockForExecution(Connection tx, Fence f, String applicationName,
+      long serverTimeoutMillis, int namespace) throws SQLException {
+    return lockForExecution(tx, java.util.List.of(f), applicationName, serverTimeoutMillis, namespace)
+        .getOrDefault(f.id(), LockResult.FENCED_OUT);
   }
 
   // fenced completion of a batch: one statement shape whatever the batch size

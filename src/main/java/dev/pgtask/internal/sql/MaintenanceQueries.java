@@ -94,23 +94,9 @@ public final class MaintenanceQueries {
    */
   public static int repairTenantHeads(DSLContext tx) {
     Task w = TASK.as("w");
-    Task h = TASK.as("h");
-    var waiting = DSL.selectDistinct(w.TENANT_ID).from(w).where(w.BLOCKED.isTrue()).asTable("t");
-    Field<Integer> tid = waiting.field(w.TENANT_ID);
-    // only tenants without a running or due head: one index probe per waiting tenant
-    var headless = DSL.select(tid).from(waiting)
-        .whereNotExists(DSL.selectOne().from(h)
-            .where(h.TENANT_ID.eq(tid))
-            .and(h.BLOCKED.isFalse())
-            .and(h.STATE.eq(DSL.inline(TaskState.running))
-                .or(h.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable))
-                    .and(h.RUN_AT.le(DSL.currentInstant())))))
-        .asTable("headless");
-    Field<String> promoted = Routines.promoteTenant(headless.field(tid));
-    return tx.select(DSL.count().filterWhere(promoted.isNotNull()))
-        .from(headless)
-        .fetchOne()
-        .value1();
+    // promote_tenants skips tenants that have a running or due head
+    Field<Integer[]> waiting = DSL.array(DSL.selectDistinct(w.TENANT_ID).from(w).where(w.BLOCKED.isTrue()));
+    return tx.select(Routines.promoteTenants(waiting)).fetchOne().value1();
   }
 
   /** Dead row versions in the task table, from the statistics collector. Locks: none. */

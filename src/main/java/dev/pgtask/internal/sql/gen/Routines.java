@@ -8,7 +8,7 @@ import dev.pgtask.internal.sql.gen.routines.CancelTask;
 import dev.pgtask.internal.sql.gen.routines.DeleteTask;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
 import dev.pgtask.internal.sql.gen.routines.GrantProducer;
-import dev.pgtask.internal.sql.gen.routines.PromoteTenant;
+import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
 import dev.pgtask.internal.sql.gen.routines.RetryTask;
 import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
@@ -176,39 +176,39 @@ public class Routines {
     }
 
     /**
-     * Call <code>pgtask.promote_tenant</code>
+     * Call <code>pgtask.promote_tenants</code>
      */
-    public static String promoteTenant(
+    public static Integer promoteTenants(
           Configuration configuration
-        , Integer pTenantId
+        , Integer[] pTenantIds
     ) {
-        PromoteTenant f = new PromoteTenant();
-        f.setPTenantId(pTenantId);
+        PromoteTenants f = new PromoteTenants();
+        f.setPTenantIds(pTenantIds);
 
         f.execute(configuration);
         return f.getReturnValue();
     }
 
     /**
-     * Get <code>pgtask.promote_tenant</code> as a field.
+     * Get <code>pgtask.promote_tenants</code> as a field.
      */
-    public static Field<String> promoteTenant(
-          Integer pTenantId
+    public static Field<Integer> promoteTenants(
+          Integer[] pTenantIds
     ) {
-        PromoteTenant f = new PromoteTenant();
-        f.setPTenantId(pTenantId);
+        PromoteTenants f = new PromoteTenants();
+        f.setPTenantIds(pTenantIds);
 
         return f.asField();
     }
 
     /**
-     * Get <code>pgtask.promote_tenant</code> as a field.
+     * Get <code>pgtask.promote_tenants</code> as a field.
      */
-    public static Field<String> promoteTenant(
-          Field<Integer> pTenantId
+    public static Field<Integer> promoteTenants(
+          Field<Integer[]> pTenantIds
     ) {
-        PromoteTenant f = new PromoteTenant();
-        f.setPTenantId(pTenantId);
+        PromoteTenants f = new PromoteTenants();
+        f.setPTenantIds(pTenantIds);
 
         return f.asField();
     }
