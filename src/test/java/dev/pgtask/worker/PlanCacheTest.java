@@ -1,0 +1,131 @@
+package dev.pgtask.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.HandlerOptions;
+import dev.pgtask.NewTask;
+import dev.pgtask.PgTask;
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.TaskOptions;
+import dev.pgtask.testsupport.Db;
+import dev.pgtask.testsupport.TestDatabase;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The statements a worker and a producer run for every task are planned a few times per connection,
+ * then the server keeps one generic plan. A statement planned on every execution costs about half a
+ * millisecond of server time each time: more than running it.
+ */
+class PlanCacheTest {
+
+  static TestDatabase db;
+  static HikariDataSource pool;
+  static PgTask pgtask;
+  static Db sql;
+
+  @BeforeAll
+  static void setUp() {
+    db = TestDatabase.create("plans");
+    pool = db.pool(5);
+    pgtask = PgTask.create(pool);
+    sql = new Db(db);
+  }
+
+  @AfterAll
+  static void tearDown() {
+    pool.close();
+    db.close();
+  }
+
+  /** One row of pg_prepared_statements on one pooled connection. */
+  record Plans(int backend, String statement, long generic, long custom) {
+    @Override
+    public String toString() {
+      return "backend " + backend + ": " + generic + " generic, " + custom + " custom plans: "
+          + (statement.length() > 100 ? statement.substring(0, 100) + "..." : statement);
+    }
+  }
+
+  @Test
+  void hotPathStatementsSettleOnGenericPlans() throws Exception {
+    // statistics that make every custom plan look cheap: the queue is full of another kind, and the
+    // kinds the worker claims are missing from the statistics
+    sql.exec("INSERT INTO pgtask.task (kind, payload) SELECT 'plans.other', '{}' FROM generate_series(1, 5000)");
+    sql.exec("ANALYZE pgtask.task");
+
+    int n = 120;
+    AtomicInteger ran = new AtomicInteger();
+    for (int i = 0; i < n; i++) {
+      pgtask.enqueue(NewTask.of("plans.tx", null, TaskOptions.defaults().withTenant("t" + (i % 7))));
+      pgtask.enqueue(NewTask.of("plans.plain", null));
+    }
+    List<NewTask> batch = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      batch.add(NewTask.of("plans.batched", null, TaskOptions.defaults().withTenant("b" + (i % 5))));
+    }
+
+    try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2)
+        .handler("plans.tx", (ctx, p) -> ran.incrementAndGet())
+        .handler("plans.plain", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> ran.incrementAndGet(), HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
+        .build().start()) {
+      await().atMost(Duration.ofSeconds(60)).until(() -> ran.get() == 2 * n);
+    }
+    // commit batching: several tasks locked and completed by one statement
+    for (int i = 0; i < 4; i++) {
+      pgtask.enqueueAll(batch);
+      try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2).prefetch(50)
+          .commitBatch(8, Duration.ofMillis(50))
+          .handler("plans.batched", (ctx, p) -> ran.incrementAndGet())
+          .build().start()) {
+        int expected = 2 * n + (i + 1) * n;
+        await().atMost(Duration.ofSeconds(60)).until(() -> ran.get() == expected);
+      }
+    }
+
+    List<Plans> plans = preparedStatementsOfEveryPooledConnection();
+    List<Plans> hot = plans.stream().filter(p -> p.generic + p.custom >= 10).toList();
+    assertThat(hot).as("statements run at least 10 times on one connection").isNotEmpty();
+    for (String part : List.of("\"locked\"", "\"pgtask\".\"enqueue\"", "set_config('application_name'",
+        "cast('completed' as")) {
+      assertThat(hot).as("a hot statement containing %s", part).anyMatch(p -> p.statement.contains(part));
+    }
+    // five custom plans first; a few more when the table's statistics change and plans are rebuilt
+    assertThat(hot).as("statements planned on (nearly) every execution")
+        .allMatch(p -> p.custom <= 5 + (p.generic + p.custom) / 10);
+  }
+
+  private static List<Plans> preparedStatementsOfEveryPooledConnection() throws Exception {
+    List<Connection> held = new ArrayList<>();
+    List<Plans> plans = new ArrayList<>();
+    try {
+      for (int i = 0; i < 5; i++) {
+        held.add(pool.getConnection());
+      }
+      for (Connection c : held) {
+        try (Statement st = c.createStatement();
+            ResultSet rs = st.executeQuery("SELECT pg_backend_pid(), statement, generic_plans, custom_plans "
+                + "FROM pg_prepared_statements")) {
+          while (rs.next()) {
+            plans.add(new Plans(rs.getInt(1), rs.getString(2), rs.getLong(3), rs.getLong(4)));
+          }
+        }
+      }
+    } finally {
+      for (Connection c : held) {
+        c.close();
+      }
+    }
+    return plans;
+  }
+}
