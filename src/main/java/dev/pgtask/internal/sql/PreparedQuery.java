@@ -22,10 +22,12 @@ final class PreparedQuery {
 
   private final String sql;
   private final List<String> names;
+  private final int[] sqlTypes;
 
-  private PreparedQuery(String sql, List<String> names) {
+  private PreparedQuery(String sql, List<String> names, int[] sqlTypes) {
     this.sql = sql;
     this.names = names;
+    this.sqlTypes = sqlTypes;
   }
 
   /** Renders {@code query}; every bind value in it must be a named {@code DSL.param}. */
@@ -48,7 +50,10 @@ final class PreparedQuery {
         throw new IllegalStateException("unnamed bind value in a prepared query: " + sql);
       }
     }
-    return new PreparedQuery(sql, List.copyOf(params.keySet()));
+    // a NULL is bound with its parameter's type, as a value would be: the driver keeps one
+    // server-side statement instead of preparing another when a parameter's type changes
+    int[] sqlTypes = params.values().stream().mapToInt(p -> p.getDataType().getSQLType()).toArray();
+    return new PreparedQuery(sql, List.copyOf(params.keySet()), sqlTypes);
   }
 
   /** A prepared statement with the values bound by name; the caller closes it. */
@@ -60,7 +65,12 @@ final class PreparedQuery {
         if (!values.containsKey(name)) {
           throw new IllegalArgumentException("no value for parameter " + name);
         }
-        ps.setObject(i + 1, values.get(name));
+        Object value = values.get(name);
+        if (value == null) {
+          ps.setNull(i + 1, sqlTypes[i]);
+        } else {
+          ps.setObject(i + 1, value);
+        }
       }
       return ps;
     } catch (SQLException | RuntimeException e) {
