@@ -128,6 +128,32 @@ class WorkerTest {
   }
 
   @Test
+  void aCommitThatFailsKeepsNeitherTheEffectsNorTheCompletion() throws SQLException {
+    // the completion and the COMMIT travel together: a check the server makes only at COMMIT
+    // (a deferred constraint) must still undo both, and the task is retried
+    exec("CREATE TABLE deferred_guard (task_id bigint UNIQUE DEFERRABLE INITIALLY DEFERRED)");
+    try {
+      start(worker().handler("test.deferred", (ctx, payload) -> {
+        exec(ctx.connection(), "INSERT INTO effect (task_id, attempt) VALUES (" + ctx.taskId() + ", " + ctx.attempt() + ")");
+        exec(ctx.connection(), "INSERT INTO deferred_guard VALUES (" + ctx.taskId() + ")");
+        if (ctx.attempt() < 3) {
+          // a duplicate: allowed until COMMIT, which then fails
+          exec(ctx.connection(), "INSERT INTO deferred_guard VALUES (" + ctx.taskId() + ")");
+        }
+      }));
+      long id = pgtask.enqueue(NewTask.of("test.deferred", null));
+      await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
+      assertThat(count("SELECT count(*) FROM effect")).as("only the attempt that committed left effects").isEqualTo(1);
+      assertThat(count("SELECT attempt FROM effect")).isEqualTo(3);
+      assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
+      assertThat(text("SELECT errors->0->>'error' FROM pgtask.task WHERE id = " + id))
+          .contains("task transaction failed").contains("deferred_guard");
+    } finally {
+      exec("DROP TABLE deferred_guard");
+    }
+  }
+
+  @Test
   void exhaustedAttemptsDiscardTheTask() throws SQLException {
     start(worker().handler("test.fail", (ctx, payload) -> {
       throw new RuntimeException("always");

@@ -485,14 +485,20 @@ public final class Executor {
         for (Member m : g.completed) {
           fences.add(m.fence);
         }
-        int done = ExecuteQueries.completeAll(g.conn, fences);
+        int done;
+        if (g.outcomes.isEmpty()) {
+          done = ExecuteQueries.completeAllAndCommit(g.conn, fences);
+        } else {
+          done = ExecuteQueries.completeAll(g.conn, fences);
+          for (Member m : g.outcomes) {
+            recordOutcome(g.tx, m.claimed, m.outcome, m.startNanos);
+          }
+          g.conn.commit();
+        }
         if (done != fences.size()) {
+          // cannot happen while the rows stay locked from the re-lock to the commit
           log.warn("pgtask: {} of {} completions were fenced out at commit", fences.size() - done, fences.size());
         }
-        for (Member m : g.outcomes) {
-          recordOutcome(g.tx, m.claimed, m.outcome, m.startNanos);
-        }
-        g.conn.commit();
         for (Member m : g.completed) {
           stats.completed.incrementAndGet();
           report(m.claimed, "completed", m.startNanos);

@@ -176,6 +176,26 @@ public final class ExecuteQueries {
         .and(TASK.OWNER.eq(DSL.param("owner", String.class))));
   }
 
+  // the completions and the commit in one round trip
+  private static final PreparedQuery COMPLETE_ALL_AND_COMMIT = COMPLETE_ALL.followedBy("COMMIT");
+
+  /**
+   * {@link #completeAll} and COMMIT of the transaction, pipelined: one round trip. Returns the
+   * completed count. The rows are locked by this transaction since the execution re-locked them, so
+   * the fence cannot fail here; a failed COMMIT throws, and nothing was committed.
+   */
+  public static int completeAllAndCommit(Connection tx, java.util.List<Fence> fences) throws SQLException {
+    if (fences.isEmpty()) {
+      tx.commit();
+      return 0;
+    }
+    try (PreparedStatement ps = COMPLETE_ALL_AND_COMMIT.prepare(tx, Map.of("ids", idArray(tx, fences),
+        "attempts", attemptMap(fences), "owner", fences.get(0).owner()))) {
+      ps.execute();
+      return ps.getUpdateCount();
+    }
+  }
+
   /** Marks the task completed. Locks: the task row (already held by the execution). */
   public static int complete(Connection tx, Fence f) throws SQLException {
     return completeAll(tx, java.util.List.of(f));

@@ -79,6 +79,14 @@ final class PreparedQuery {
     }
   }
 
+  /**
+   * This query followed by a constant statement without parameters, sent together: the driver
+   * pipelines both and waits for the server once. An error in the first skips the second.
+   */
+  PreparedQuery followedBy(String constantStatement) {
+    return new PreparedQuery(sql + ";\n" + constantStatement, names, sqlTypes);
+  }
+
   String sql() {
     return sql;
   }
