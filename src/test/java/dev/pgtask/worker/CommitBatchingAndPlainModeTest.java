@@ -132,6 +132,43 @@ class CommitBatchingAndPlainModeTest {
   }
 
   @Test
+  void transactionLocalSettingsOfOneTaskStayForTheNextTasksOfItsBatch() throws Exception {
+    // documented in configuration.md: SET LOCAL / set_config(..., true) lasts until the batch commits
+    java.util.Map<Long, String> seen = new ConcurrentHashMap<>();
+    // reads the setting left by an earlier task, then sets it transaction-locally
+    dev.pgtask.TaskHandler<com.fasterxml.jackson.databind.JsonNode> readAndSet = (ctx, p) -> {
+      try (Statement st = ctx.connection().createStatement();
+          java.sql.ResultSet rs = st.executeQuery("SELECT coalesce(current_setting('app.last_task', true), ''), "
+              + "set_config('app.last_task', '" + ctx.taskId() + "', true)")) {
+        rs.next();
+        seen.put(ctx.taskId(), rs.getString(1));
+      }
+    };
+    worker = PgTaskWorker.builder(pool).concurrency(1).prefetch(100).commitBatch(16, Duration.ofSeconds(5))
+        .handler("test.setting", readAndSet)
+        .build();
+    List<NewTask> tasks = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      tasks.add(NewTask.of("test.setting", null));
+    }
+    pgtask.enqueueAll(tasks);
+    worker.start();
+    await().atMost(Duration.ofSeconds(30)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 40);
+    assertThat(seen.values()).as("tasks that saw the previous task's setting").filteredOn(v -> !v.isEmpty()).isNotEmpty();
+    // without batching every task starts clean
+    worker.close();
+    seen.clear();
+    sql.exec("DELETE FROM pgtask.task");
+    worker = PgTaskWorker.builder(pool).concurrency(1).prefetch(100)
+        .handler("test.setting", readAndSet)
+        .build();
+    pgtask.enqueueAll(tasks);
+    worker.start();
+    await().atMost(Duration.ofSeconds(30)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 40);
+    assertThat(seen.values()).as("settings seen without batching").allMatch(String::isEmpty);
+  }
+
+  @Test
   void plainModeRunsWithoutATransactionCompletesInBatchesAndKeepsLeasesAlive() throws Exception {
     Set<String> seen = ConcurrentHashMap.newKeySet();
     AtomicReference<String> tenantConnection = new AtomicReference<>();
