@@ -96,12 +96,10 @@ public final class Benchmark {
       measure("pgtask transactional + tenants, one transaction per task (defaults), concurrency 10", "tasks/s",
           run -> drain(pool, pgtask, 10, Mode.TRANSACTIONAL_DEFAULT));
       measure("enqueue: Java batch of 10000 (enqueueAll)", "tasks/s", run -> enqueueBatch(pool, pgtask));
-      Stat single = measure("enqueue: single SELECT pgtask.enqueue, autocommit, 1 connection", "tasks/s",
-          run -> singleEnqueue(pool, SingleEnqueue.FUNCTION));
-      Stat bare = measure("enqueue: bare INSERT + pg_notify, autocommit, 1 connection", "tasks/s",
-          run -> singleEnqueue(pool, SingleEnqueue.BARE_TABLE));
-      Stat direct = measure("enqueue: INSERT into pgtask.task + pg_notify (no function), autocommit, 1 connection", "tasks/s",
-          run -> singleEnqueue(pool, SingleEnqueue.DIRECT_INSERT));
+      Stat[] singles = singleEnqueues(pool);
+      Stat single = singles[SingleEnqueue.FUNCTION.ordinal()];
+      Stat bare = singles[SingleEnqueue.BARE_TABLE.ordinal()];
+      Stat direct = singles[SingleEnqueue.DIRECT_INSERT.ordinal()];
       Stat[] latency = idleLatency(pool, pgtask);
       if (!sizes.sustained().isZero()) {
         sustained(pool, pgtask);
@@ -237,41 +235,87 @@ public final class Benchmark {
     return 10_000 / ((System.nanoTime() - start) / 1e9);
   }
 
-  private enum SingleEnqueue { FUNCTION, BARE_TABLE, DIRECT_INSERT }
+  private enum SingleEnqueue {
+    FUNCTION("enqueue: single SELECT pgtask.enqueue, autocommit, 1 connection", "SELECT pgtask.enqueue(?, ?::jsonb)"),
+    BARE_TABLE("enqueue: bare INSERT + pg_notify, autocommit, 1 connection",
+        "WITH i AS (INSERT INTO pgtask_bench.bare (kind, queue, payload) VALUES (?, 'default', ?::jsonb) "
+            + "RETURNING id) SELECT i.id, pg_notify('pgtask_bench', 'default') FROM i"),
+    // the task table with its constraints, indexes and triggers, without pgtask.enqueue's checks
+    DIRECT_INSERT("enqueue: INSERT into pgtask.task + pg_notify (no function), autocommit, 1 connection",
+        "WITH i AS (INSERT INTO pgtask.task (kind, queue, payload) VALUES (?, 'default', ?::jsonb) "
+            + "RETURNING id) SELECT i.id, pg_notify('pgtask_bench', 'default') FROM i");
 
-  private double singleEnqueue(HikariDataSource pool, SingleEnqueue how) throws Exception {
-    boolean bare = how == SingleEnqueue.BARE_TABLE;
-    resetTasks(pool);
-    int n = 2_000;
-    try (Connection c = pool.getConnection()) {
-      if (bare) {
+    final String label;
+    final String sql;
+
+    SingleEnqueue(String label, String sql) {
+      this.label = label;
+      this.sql = sql;
+    }
+  }
+
+  /**
+   * Single autocommit enqueues on one connection, the three ways interleaved in rounds of 100, so
+   * that the commit latency's drift over time (the WAL flush on this machine varies by a factor of
+   * two from minute to minute) falls on all three alike. Returns tasks/s per way.
+   */
+  private Stat[] singleEnqueues(HikariDataSource pool) throws Exception {
+    SingleEnqueue[] ways = SingleEnqueue.values();
+    List<List<Double>> rates = new ArrayList<>();
+    for (int i = 0; i < ways.length; i++) {
+      rates.add(new ArrayList<>());
+    }
+    for (int run = 0; run < sizes.runs(); run++) {
+      resetTasks(pool);
+      try (Connection c = pool.getConnection()) {
         try (Statement st = c.createStatement()) {
           st.execute("DROP SCHEMA IF EXISTS pgtask_bench CASCADE");
           st.execute("CREATE SCHEMA pgtask_bench");
           st.execute("CREATE TABLE pgtask_bench.bare (id bigserial PRIMARY KEY, kind text NOT NULL, queue text NOT NULL, "
               + "payload jsonb NOT NULL, run_at timestamptz NOT NULL DEFAULT now())");
         }
-      }
-      String sql = switch (how) {
-        case BARE_TABLE -> "WITH i AS (INSERT INTO pgtask_bench.bare (kind, queue, payload) VALUES (?, 'default', ?::jsonb) "
-            + "RETURNING id) SELECT i.id, pg_notify('pgtask_bench', 'default') FROM i";
-        // the task table with its constraints, indexes and triggers, without pgtask.enqueue's checks
-        case DIRECT_INSERT -> "WITH i AS (INSERT INTO pgtask.task (kind, queue, payload) VALUES (?, 'default', ?::jsonb) "
-            + "RETURNING id) SELECT i.id, pg_notify('pgtask_bench', 'default') FROM i";
-        case FUNCTION -> "SELECT pgtask.enqueue(?, ?::jsonb)";
-      };
-      try (PreparedStatement ps = c.prepareStatement(sql)) {
-        long start = System.nanoTime();
-        for (int i = 0; i < n; i++) {
-          ps.setString(1, "bench.noop");
-          ps.setString(2, "{\"i\": " + i + "}");
-          try (ResultSet rs = ps.executeQuery()) {
-            rs.next();
+        PreparedStatement[] statements = new PreparedStatement[ways.length];
+        long[] nanos = new long[ways.length];
+        int rounds = 20;
+        int perRound = 100;
+        try {
+          for (int w = 0; w < ways.length; w++) {
+            statements[w] = c.prepareStatement(ways[w].sql);
+          }
+          for (int round = 0; round < rounds; round++) {
+            for (int w = 0; w < ways.length; w++) {
+              long start = System.nanoTime();
+              for (int i = 0; i < perRound; i++) {
+                statements[w].setString(1, "bench.noop");
+                statements[w].setString(2, "{\"i\": " + i + "}");
+                try (ResultSet rs = statements[w].executeQuery()) {
+                  rs.next();
+                }
+              }
+              nanos[w] += System.nanoTime() - start;
+            }
+          }
+        } finally {
+          for (PreparedStatement ps : statements) {
+            if (ps != null) {
+              ps.close();
+            }
           }
         }
-        return n / ((System.nanoTime() - start) / 1e9);
+        for (int w = 0; w < ways.length; w++) {
+          rates.get(w).add(rounds * perRound / (nanos[w] / 1e9));
+        }
       }
     }
+    Stat[] stats = new Stat[ways.length];
+    for (int w = 0; w < ways.length; w++) {
+      stats[w] = Stat.of(rates.get(w));
+      row(ways[w].label, "tasks/s", stats[w]);
+      out.printf(Locale.ROOT, "  %-90s %10.0f %s (runs: %s)%n", ways[w].label, stats[w].median, "tasks/s",
+          rates.get(w).stream().map(v -> String.format(Locale.ROOT, "%.0f", v)).toList());
+    }
+    out.flush();
+    return stats;
   }
 
   /** Enqueue-to-start latency into an idle worker, one task at a time; returns {p50, p99} in ms. */
