@@ -81,7 +81,8 @@ class PlanCacheTest {
         .build().start()) {
       await().atMost(Duration.ofSeconds(60)).until(() -> ran.get() == 2 * n);
     }
-    // commit batching: several tasks locked and completed by one statement
+    // commit batching: several tasks locked and completed by one statement; four rounds, so that
+    // these statements too run at least 10 times on one connection
     for (int i = 0; i < 4; i++) {
       pgtask.enqueueAll(batch);
       try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2).prefetch(50)

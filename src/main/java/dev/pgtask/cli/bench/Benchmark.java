@@ -75,7 +75,7 @@ public final class Benchmark {
       PgTask pgtask = PgTask.create(pool);
 
       // untimed drains first: a long-running worker has its hot path compiled; a fresh JVM has not
-      out.println("warm-up: untimed drains of 20000 tasks, two per mode");
+      out.printf(Locale.ROOT, "warm-up: untimed drains of %d tasks, two per mode%n", WARM_UP_TASKS);
       for (int i = 0; i < 2; i++) {
         out.printf(Locale.ROOT, "  warm-up %d: plain %.0f/s, transactional batched %.0f/s%n", i + 1,
             drain(pool, pgtask, 10, Mode.PLAIN, WARM_UP_TASKS), drain(pool, pgtask, 10, Mode.TRANSACTIONAL_BATCHED, WARM_UP_TASKS));
@@ -309,12 +309,8 @@ public final class Benchmark {
     }
     Stat[] stats = new Stat[ways.length];
     for (int w = 0; w < ways.length; w++) {
-      stats[w] = Stat.of(rates.get(w));
-      row(ways[w].label, "tasks/s", stats[w]);
-      out.printf(Locale.ROOT, "  %-90s %10.0f %s (runs: %s)%n", ways[w].label, stats[w].median, "tasks/s",
-          rates.get(w).stream().map(v -> String.format(Locale.ROOT, "%.0f", v)).toList());
+      stats[w] = report(ways[w].label, "tasks/s", rates.get(w));
     }
-    out.flush();
     return stats;
   }
 
@@ -423,6 +419,11 @@ public final class Benchmark {
     for (int i = 0; i < sizes.runs(); i++) {
       values.add(run.apply(i));
     }
+    return report(name, unit, values);
+  }
+
+  /** Adds a table row for the runs' values and prints them as they come. */
+  private Stat report(String name, String unit, List<Double> values) {
     Stat s = Stat.of(values);
     row(name, unit, s);
     out.printf(Locale.ROOT, "  %-90s %10.0f %s (runs: %s)%n", name, s.median, unit, values.stream()

@@ -15,6 +15,7 @@ import dev.pgtask.internal.sql.ExecuteQueries.LockResult;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -393,11 +394,12 @@ public final class Executor {
     boolean[] savepoint = new boolean[1];
     Connection handlerConnection = TaskConnection.wrap(g.conn, () -> {
       if (g.batching) {
-        // one round trip: the savepoint, and application_name naming this task (a batch's lock
-        // statement named its first task)
-        try (Statement st = g.conn.createStatement()) {
-          st.execute("SAVEPOINT pgtask_task; SELECT set_config('application_name', '"
-              + applicationName(c).replace("'", "''") + "', true)");
+        // one round trip (the driver pipelines both statements): the savepoint, and
+        // application_name naming this task (a batch's lock statement named its first task)
+        try (PreparedStatement ps = g.conn.prepareStatement(
+            "SAVEPOINT pgtask_task; SELECT set_config('application_name', ?, true)")) {
+          ps.setString(1, applicationName(c));
+          ps.execute();
         }
         savepoint[0] = true;
       }

@@ -155,13 +155,6 @@ public final class ExecuteQueries {
     return results;
   }
 
-  /** {@link #lockForExecution(Connection, java.util.List, String, long, int)} for one task. */
-  public static LockResult lockForExecution(Connection tx, Fence f, String applicationName,
-      long serverTimeoutMillis, int namespace) throws SQLException {
-    return lockForExecution(tx, java.util.List.of(f), applicationName, serverTimeoutMillis, namespace)
-        .getOrDefault(f.id(), LockResult.FENCED_OUT);
-  }
-
   // fenced completion of a batch: one statement shape whatever the batch size
   private static final PreparedQuery COMPLETE_ALL = completeAllQuery();
 
@@ -194,11 +187,6 @@ public final class ExecuteQueries {
       ps.execute();
       return ps.getUpdateCount();
     }
-  }
-
-  /** Marks the task completed. Locks: the task row (already held by the execution). */
-  public static int complete(Connection tx, Fence f) throws SQLException {
-    return completeAll(tx, java.util.List.of(f));
   }
 
   /**
