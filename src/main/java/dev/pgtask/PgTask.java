@@ -3,6 +3,7 @@ package dev.pgtask;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.pgtask.internal.LocalWake;
 import dev.pgtask.internal.sql.EnqueueQueries;
 import dev.pgtask.internal.sql.OperationQueries;
 import dev.pgtask.internal.sql.Sql;
@@ -85,7 +86,9 @@ public final class PgTask {
    * @throws InvalidTaskException when a field is invalid; nothing is stored
    */
   public long enqueue(NewTask task) {
-    return enqueueWith(dsl, task);
+    long id = enqueueWith(dsl, task);
+    wakeLocalWorkers(task);
+    return id;
   }
 
   // ---- one task, caller's transaction ----
@@ -139,7 +142,14 @@ public final class PgTask {
     // one transaction: a delay is added to the database's now() read in the same transaction that
     // inserts, so run_at - created_at equals the delay exactly
     try {
-      return dsl.transactionResult(cfg -> enqueueAllWith(cfg.dsl(), tasks));
+      List<Long> ids = dsl.transactionResult(cfg -> enqueueAllWith(cfg.dsl(), tasks));
+      java.util.Set<String> woken = new java.util.HashSet<>();
+      for (NewTask t : tasks) {
+        if (!woken.contains(t.options().queue()) && wakeLocalWorkers(t)) {
+          woken.add(t.options().queue());
+        }
+      }
+      return ids;
     } catch (PgTaskException e) {
       throw e;
     } catch (RuntimeException e) {
@@ -258,6 +268,20 @@ public final class PgTask {
       perQueue.forEach(metrics::enqueued);
     }
     return ids;
+  }
+
+  /**
+   * After a commit made here: returns whether the task is due now and, if so, wakes this JVM's workers over the same DataSource that serve the
+   * task's queue, if it is due now (see {@link LocalWake}). The commit's NOTIFY follows anyway.
+   */
+  private boolean wakeLocalWorkers(NewTask task) {
+    TaskOptions o = task.options();
+    boolean dueNow = (o.delay() == null || o.delay().isZero() || o.delay().isNegative())
+        && (o.runAt() == null || !o.runAt().isAfter(java.time.Instant.now()));
+    if (dueNow) {
+      LocalWake.committed(dataSource, o.queue());
+    }
+    return dueNow;
   }
 
   private EnqueueQueries.Row toRow(NewTask task, int index) {

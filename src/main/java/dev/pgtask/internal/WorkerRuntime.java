@@ -39,6 +39,7 @@ public final class WorkerRuntime {
   private final Listener listener;
   private final Maintenance maintenance;
   private final Object lifecycle = new Object();
+  private Runnable localWakeRegistration = () -> { };
   private boolean started;
   private boolean stopped;
 
@@ -60,6 +61,13 @@ public final class WorkerRuntime {
       executor.start();
       producer.start();
       listener.start();
+      // only while the listener is connected: a task started before its LISTEN pgtask_control
+      // could not be told of a cancellation
+      localWakeRegistration = LocalWake.register(config.dataSource(), config.queues(), () -> {
+        if (listener.connected()) {
+          producer.wake();
+        }
+      });
       maintenance.start();
       log.info("pgtask worker {} started: queues {}, concurrency {}, kinds {}", config.workerId(),
           config.queues(), config.concurrency(), config.kinds());
@@ -73,6 +81,7 @@ public final class WorkerRuntime {
       }
       stopped = true;
       log.info("pgtask worker {} stopping: {} task(s) in flight", config.workerId(), executor.inFlight());
+      localWakeRegistration.run();
       producer.stop();
       listener.stop();
       maintenance.stop();
