@@ -69,6 +69,8 @@ public final class Executor {
   private final ScheduledExecutorService watchdog;
   private final LinkedBlockingDeque<Claimed> ready = new LinkedBlockingDeque<>();
   private final Map<Long, RunningTask> running = new ConcurrentHashMap<>();
+  // claim heads whose transaction the producer opened (ClaimQueries.claimAndStart), by task id
+  private final Map<Long, Group> started = new ConcurrentHashMap<>();
   private final Completer completer;
   private final Object capacityMonitor = new Object();
   private final int capacity;
@@ -116,6 +118,70 @@ public final class Executor {
       }
       return Math.min(max, capacity - outstanding);
     }
+  }
+
+  /** Whether an executor thread has nothing to run: a task handed over now starts at once. */
+  public boolean hasIdleThread() {
+    synchronized (capacityMonitor) {
+      return outstanding < config.concurrency();
+    }
+  }
+
+  /**
+   * Hands claimed tasks to the executor threads, the claim's head first, with the transaction the
+   * claim opened for it (its row and tenant locks taken as {@code headLock} says).
+   */
+  public void submitStarted(List<Claimed> tasks, Connection transaction, long headId, LockResult headLock) {
+    Group g = new Group(transaction, config.commitBatchSize() > 1);
+    g.prelocked.put(headId, headLock);
+    Claimed head = null;
+    List<Claimed> rest = new ArrayList<>(tasks.size());
+    for (Claimed c : tasks) {
+      if (c.id() == headId) {
+        head = c;
+      } else {
+        rest.add(c);
+      }
+    }
+    if (head == null) { // cannot happen: the head is one of the claimed tasks
+      g.abandon();
+      submitAll(tasks);
+      return;
+    }
+    synchronized (capacityMonitor) {
+      outstanding += tasks.size();
+    }
+    started.put(headId, g);
+    ready.offerFirst(head);
+    ready.addAll(rest);
+  }
+
+  /**
+   * The plain-mode kinds (run outside any transaction unless the task has a tenant), for the claim
+   * that picks its head among the others.
+   */
+  public List<String> plainKinds() {
+    List<String> kinds = new ArrayList<>();
+    config.handlers().forEach((kind, h) -> {
+      if (h.options().mode() == HandlerOptions.Mode.PLAIN) {
+        kinds.add(kind);
+      }
+    });
+    return kinds;
+  }
+
+  /** {"kind": "millis"}: the server-side timeouts of each kind's task transaction. */
+  public org.postgresql.util.PGobject serverTimeouts() {
+    Map<String, String> millis = new java.util.TreeMap<>();
+    config.handlers().forEach((kind, h) -> millis.put(kind, Long.toString(serverTimeoutMillis(h))));
+    org.postgresql.util.PGobject value = new org.postgresql.util.PGobject();
+    value.setType("jsonb");
+    try {
+      value.setValue(config.objectMapper().writeValueAsString(millis));
+    } catch (SQLException | com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+    return value;
   }
 
   /** Hands claimed tasks to the executor threads. */
@@ -256,6 +322,13 @@ public final class Executor {
         commit(group);
         group = null;
         continue;
+      }
+      Group opened = started.remove(c.id());
+      if (opened != null) {
+        // a claim's head, whose transaction the claim opened: this thread's transaction ends first
+        // (its next task must not wait for a row lock that a transaction without a thread holds)
+        commit(group);
+        group = opened;
       }
       try {
         if (stopping) {

@@ -6,6 +6,7 @@ import dev.pgtask.internal.executor.Executor;
 import dev.pgtask.internal.sql.ClaimQueries;
 import dev.pgtask.internal.sql.ClaimQueries.Claim;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
+import dev.pgtask.internal.sql.ClaimQueries.StartedClaim;
 import java.util.List;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
@@ -32,6 +33,11 @@ public final class Producer {
   private final Executor executor;
   private final Semaphore wakeups = new Semaphore(0);
   private final List<String> kinds;
+  // claims start their head's transaction in the same round trip while an executor thread is idle
+  // (ClaimQueries.claimAndStart); not for a worker of plain-mode kinds only, whose claims have none
+  private final List<String> plainKinds;
+  private final boolean startHeads;
+  private final org.postgresql.util.PGobject serverTimeouts;
   private volatile boolean running;
   private Thread thread;
 
@@ -40,6 +46,9 @@ public final class Producer {
     this.stats = stats;
     this.executor = executor;
     this.kinds = config.kinds();
+    this.plainKinds = executor.plainKinds();
+    this.startHeads = plainKinds.size() < kinds.size();
+    this.serverTimeouts = executor.serverTimeouts();
   }
 
   public void start() {
@@ -115,6 +124,13 @@ public final class Producer {
     perQueue.forEach(config.metrics()::claimed);
   }
 
+  private void count(List<Claimed> tasks) {
+    stats.claimed.addAndGet(tasks.size());
+    if (!tasks.isEmpty()) {
+      reportClaims(tasks);
+    }
+  }
+
   private void drain() throws InterruptedException {
     while (running) {
       int room = executor.awaitCapacity(config.batchSize());
@@ -122,14 +138,23 @@ public final class Producer {
         return;
       }
       stats.claimQueries.incrementAndGet();
-      Claim claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
-          config.workerId(), config.leaseDuration());
-      List<Claimed> tasks = claim.tasks();
-      stats.claimed.addAndGet(tasks.size());
-      if (!tasks.isEmpty()) {
-        reportClaims(tasks);
+      Claim claim;
+      if (startHeads && executor.hasIdleThread()) {
+        StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
+            room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace());
+        claim = started.claim();
+        count(claim.tasks());
+        if (started.transaction() != null) {
+          executor.submitStarted(claim.tasks(), started.transaction(), started.headId(), started.headLock());
+        } else {
+          executor.submitAll(claim.tasks());
+        }
+      } else {
+        claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
+            config.workerId(), config.leaseDuration());
+        count(claim.tasks());
+        executor.submitAll(claim.tasks());
       }
-      executor.submitAll(tasks);
       if (claim.locked() < room) {
         return; // drained: wait for a wake-up or the next poll
       }

@@ -44,7 +44,11 @@ public final class ClaimQueries {
   // the claim statement for n queues, rendered once (see PreparedQuery)
   private static final java.util.Map<Integer, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
 
-  private static PreparedQuery claimQuery(int queueCount) {
+  /** What the claim statements share: the locking CTE, which rows to take, and the CTE's row count. */
+  private record ClaimParts(CommonTableExpression<Record3<Long, Integer, Integer>> locked, Condition picked,
+      Field<Integer> lockedCount) {}
+
+  private static ClaimParts claimParts(int queueCount) {
     Task c = TASK.as("c");
     // every parameter that feeds a row estimate sits behind a sub-select: a custom plan then costs
     // the same as the generic one and the server keeps the generic plan. With the values visible, a
@@ -104,18 +108,192 @@ public final class ClaimQueries {
     Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
 
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
-    return PreparedQuery.of(DSL.with(locked)
-        .update(TASK)
+    return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount);
+  }
+
+  /** The claim's update: marks the picked rows running, with attempt + 1, owner and lease. */
+  private static org.jooq.UpdateConditionStep<dev.pgtask.internal.sql.gen.tables.records.TaskRecord> claimUpdate(
+      org.jooq.UpdateSetFirstStep<dev.pgtask.internal.sql.gen.tables.records.TaskRecord> update, ClaimParts p) {
+    return update
         .set(TASK.STATE, DSL.inline(TaskState.running))
         .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
         .set(TASK.OWNER, DSL.param("owner", String.class))
         .set(TASK.ATTEMPTED_AT, DSL.currentInstant())
         .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.param("lease", DayToSecond.class)))
-        .where(TASK.ID.eq(DSL.any(DSL.array(picked))))
+        .where(p.picked());
+  }
+
+  /** The tenant's name, from the registry's primary key: no extra round trip per new tenant. */
+  private static Field<String> tenantName() {
+    return DSL.field(DSL.select(TENANT.NAME).from(TENANT).where(TENANT.ID.eq(TASK.TENANT_ID)));
+  }
+
+  private static PreparedQuery claimQuery(int queueCount) {
+    ClaimParts p = claimParts(queueCount);
+    return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
-            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, lockedCount,
-            // the tenant's name, from the registry's primary key: no extra round trip per new tenant
-            DSL.field(DSL.select(TENANT.NAME).from(TENANT).where(TENANT.ID.eq(TASK.TENANT_ID)))));
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount(), tenantName()));
+  }
+
+  /** The session setting through which a claim hands its head to the re-lock sent after it. */
+  public static final String HEAD_SETTING = "pgtask.claim_head";
+
+  // claim, commit, and the re-lock of the claim's head in a new transaction, for n queues
+  private static final java.util.Map<Integer, PreparedQuery> CLAIM_AND_START = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * The claim as a data-modifying CTE, which also picks its head (the first transactional task in
+   * claim order) and writes {"id": attempt} of it, or {} without one, to {@link #HEAD_SETTING}. The
+   * setting is written whatever the claim took (the head CTE always yields its one row), so the
+   * re-lock never reads a value left by an earlier claim. Columns 1–11 as in the plain claim (a
+   * row with a NULL id when nothing was claimed), then the head's id.
+   */
+  private static PreparedQuery claimAndStartQuery(int queueCount) {
+    ClaimParts p = claimParts(queueCount);
+    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p)
+        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, TASK.ATTEMPT,
+            TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as("tenant_name")));
+    Field<String[]> plainKinds = DSL.field(DSL.select(DSL.param("plain_kinds", String[].class)))
+        .cast(SQLDataType.VARCHAR.array());
+    var headTask = DSL.name("head_task").as(DSL.select(claimed.field(TASK.ID), claimed.field(TASK.ATTEMPT))
+        .from(claimed)
+        // plain-mode kinds run outside any transaction, except tasks with a tenant
+        .where(claimed.field(TASK.TENANT_ID).isNotNull().or(claimed.field(TASK.KIND).ne(DSL.all(plainKinds))))
+        .orderBy(claimed.field(TASK.PRIORITY), claimed.field(TASK.RUN_AT), claimed.field(TASK.ID))
+        .limit(DSL.inline(1)));
+    Field<String> headJson = DSL.field(DSL.select(DSL.function("jsonb_build_object", SQLDataType.JSONB,
+            headTask.field(TASK.ID).cast(SQLDataType.VARCHAR), headTask.field(TASK.ATTEMPT)).cast(SQLDataType.VARCHAR))
+        .from(headTask));
+    var head = DSL.name("head").as(DSL.select(
+        DSL.function("set_config", SQLDataType.VARCHAR, DSL.inline(HEAD_SETTING),
+            DSL.coalesce(headJson, DSL.inline("{}")), DSL.inline(false)).as("setting"),
+        DSL.field(DSL.select(headTask.field(TASK.ID)).from(headTask)).as("head_id")));
+    return PreparedQuery.of(DSL.with(p.locked(), claimed, headTask, head)
+        .select(claimed.field(TASK.ID), claimed.field(TASK.KIND), claimed.field(TASK.QUEUE),
+            claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
+            claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
+            p.lockedCount(), claimed.field("tenant_name", String.class), head.field("head_id", Long.class),
+            head.field("setting", String.class))
+        .from(head)
+        .leftJoin(claimed).on(DSL.trueCondition()));
+  }
+
+  private static PreparedQuery claimAndStartPipeline(int queueCount) {
+    return claimAndStartQuery(queueCount).followedBy("COMMIT").followedBy("BEGIN")
+        .followedBy(ExecuteQueries.LOCK_CLAIM_HEAD);
+  }
+
+  /**
+   * A claim whose head is already locked for execution: {@code transaction} is a pooled connection
+   * with a transaction open (auto-commit off) that holds the head's row lock and tenant lock (when
+   * {@code headLock} is LOCKED). Without a transactional task among the claimed ones,
+   * {@code transaction} is null.
+   */
+  public record StartedClaim(Claim claim, java.sql.Connection transaction, long headId,
+      ExecuteQueries.LockResult headLock) {}
+
+  /**
+   * Claims like {@link #claimAvailable}, and starts the execution of the claim's head in the same
+   * round trip: the claim, its COMMIT, a BEGIN and the head's re-lock (as
+   * {@link ExecuteQueries#lockForExecution} does it: fenced, tenant lock, transaction-local
+   * application_name and server-side timeouts) are sent together. The claim commits on its own
+   * before the re-lock runs, as every claim does. {@code serverTimeouts}: {"kind": "millis"} for
+   * every kind claimed. If the connection fails after the claim's COMMIT, the claimed tasks stay
+   * running until their lease ends and are rescued, as after any claim whose answer is lost.
+   */
+  public static StartedClaim claimAndStart(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
+      List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
+      int namespace) {
+    PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size(), ClaimQueries::claimAndStartPipeline);
+    java.sql.Connection conn = null;
+    boolean handedOver = false;
+    try {
+      conn = dataSource.getConnection();
+      conn.setAutoCommit(false);
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease);
+      values.put("plain_kinds", conn.createArrayOf("text", plainKinds.toArray()));
+      values.put("worker", owner);
+      values.put("timeouts", serverTimeouts);
+      values.put("idle_timeouts", serverTimeouts);
+      values.put("namespace", namespace);
+      List<Claimed> tasks = new ArrayList<>();
+      int lockedRows = 0;
+      Long headId = null;
+      ExecuteQueries.LockResult headLock = ExecuteQueries.LockResult.FENCED_OUT;
+      try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
+        ps.execute();
+        try (java.sql.ResultSet rs = ps.getResultSet()) {
+          while (rs.next()) {
+            long head = rs.getLong(12);
+            headId = rs.wasNull() ? null : head;
+            lockedRows = rs.getInt(10);
+            rs.getLong(1);
+            if (!rs.wasNull()) {
+              tasks.add(claimed(rs));
+            }
+          }
+        }
+        // COMMIT and BEGIN answer with update counts, the re-lock with a result set
+        while (!ps.getMoreResults()) {
+          if (ps.getUpdateCount() == -1) {
+            throw new IllegalStateException("the claim's re-lock returned no result set");
+          }
+        }
+        try (java.sql.ResultSet rs = ps.getResultSet()) {
+          if (rs.next()) {
+            headLock = rs.getBoolean(5) ? ExecuteQueries.LockResult.LOCKED : ExecuteQueries.LockResult.TENANT_BUSY;
+          }
+        }
+      }
+      Claim claim = new Claim(tasks, lockedRows);
+      if (headId == null) {
+        return new StartedClaim(claim, null, 0, null);
+      }
+      handedOver = true;
+      return new StartedClaim(claim, conn, headId, headLock);
+    } catch (java.sql.SQLException e) {
+      throw new org.jooq.exception.DataAccessException("claim failed: " + e.getMessage(), e);
+    } finally {
+      if (conn != null && !handedOver) {
+        closeQuietly(conn);
+      }
+    }
+  }
+
+  private static void closeQuietly(java.sql.Connection conn) {
+    try {
+      conn.rollback();
+      conn.setAutoCommit(true);
+    } catch (java.sql.SQLException ignored) {
+      // the pool tests and replaces a broken connection
+    }
+    try {
+      conn.close();
+    } catch (java.sql.SQLException ignored) {
+      // nothing more to do
+    }
+  }
+
+  private static java.util.Map<String, Object> claimValues(java.sql.Connection conn, List<String> queues,
+      List<String> kinds, int limit, String owner, Duration lease) throws java.sql.SQLException {
+    java.util.Map<String, Object> values = new java.util.HashMap<>();
+    for (int i = 0; i < queues.size(); i++) {
+      values.put("queue" + i, queues.get(i));
+    }
+    values.put("kinds", conn.createArrayOf("text", kinds.toArray()));
+    values.put("limit", limit);
+    values.put("owner", owner);
+    values.put("lease", new org.postgresql.util.PGInterval(0, 0, 0, 0, 0, lease.toMillis() / 1000.0));
+    return values;
+  }
+
+  private static Claimed claimed(java.sql.ResultSet rs) throws java.sql.SQLException {
+    long tenant = rs.getLong(5);
+    Integer tenantId = rs.wasNull() ? null : (int) tenant;
+    return new Claimed(rs.getLong(1), rs.getString(2), rs.getString(3), JSONB.valueOf(rs.getString(4)),
+        tenantId, rs.getString(11), rs.getInt(6), rs.getInt(7),
+        rs.getObject(8, java.time.OffsetDateTime.class).toInstant(),
+        rs.getObject(9, java.time.OffsetDateTime.class).toInstant());
   }
 
   /**
@@ -126,25 +304,13 @@ public final class ClaimQueries {
       int limit, String owner, Duration lease) {
     PreparedQuery query = CLAIMS.computeIfAbsent(queues.size(), ClaimQueries::claimQuery);
     try (java.sql.Connection conn = dataSource.getConnection()) {
-      java.util.Map<String, Object> values = new java.util.HashMap<>();
-      for (int i = 0; i < queues.size(); i++) {
-        values.put("queue" + i, queues.get(i));
-      }
-      values.put("kinds", conn.createArrayOf("text", kinds.toArray()));
-      values.put("limit", limit);
-      values.put("owner", owner);
-      values.put("lease", new org.postgresql.util.PGInterval(0, 0, 0, 0, 0, lease.toMillis() / 1000.0));
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease);
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values);
           java.sql.ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          long tenant = rs.getLong(5);
-          Integer tenantId = rs.wasNull() ? null : (int) tenant;
-          tasks.add(new Claimed(rs.getLong(1), rs.getString(2), rs.getString(3), JSONB.valueOf(rs.getString(4)),
-              tenantId, rs.getString(11), rs.getInt(6), rs.getInt(7),
-              rs.getObject(8, java.time.OffsetDateTime.class).toInstant(),
-              rs.getObject(9, java.time.OffsetDateTime.class).toInstant()));
+          tasks.add(claimed(rs));
           lockedRows = rs.getInt(10);
         }
       }

@@ -79,8 +79,11 @@ public final class ExecuteQueries {
    * array_position, which is linear per row.
    */
   private static Field<Integer> heldAttempt() {
-    return DSL.field("({0} ->> {1})::integer", SQLDataType.INTEGER,
-        DSL.param("attempts", SQLDataType.JSONB), TASK.ID.cast(SQLDataType.CLOB));
+    return heldAttempt(DSL.param("attempts", SQLDataType.JSONB));
+  }
+
+  private static Field<Integer> heldAttempt(Field<JSONB> attempts) {
+    return DSL.field("({0} ->> {1})::integer", SQLDataType.INTEGER, attempts, TASK.ID.cast(SQLDataType.CLOB));
   }
 
   /**
@@ -111,24 +114,49 @@ public final class ExecuteQueries {
 
   // re-lock (fenced) + transaction-local settings + tenant locks of one or more tasks of one owner,
   // in one statement whose shape does not depend on the count
-  private static final PreparedQuery LOCK_FOR_EXECUTION = lockQuery();
+  private static final PreparedQuery LOCK_FOR_EXECUTION = PreparedQuery.of(lockQuery(opaqueIds(),
+      DSL.param("attempts", SQLDataType.JSONB), DSL.param("app", String.class),
+      DSL.param("timeout", String.class), DSL.param("idle_timeout", String.class)));
 
-  private static PreparedQuery lockQuery() {
-    return PreparedQuery.of(DSL.select(
+  /**
+   * The re-lock of the claim's head in {@link ClaimQueries#claimAndStart}: the task and its
+   * attempt come from the session setting the claim statement just wrote ({"id": attempt}, or {}
+   * when the claim took no transactional task); application_name is built in the statement, and
+   * the server-side timeouts are looked up by kind in a {"kind": "millis"} parameter.
+   */
+  static final PreparedQuery LOCK_CLAIM_HEAD = lockClaimHeadQuery();
+
+  private static PreparedQuery lockClaimHeadQuery() {
+    Field<JSONB> head = DSL.function("current_setting", SQLDataType.CLOB, DSL.inline(ClaimQueries.HEAD_SETTING))
+        .cast(SQLDataType.JSONB);
+    Field<Long[]> ids = DSL.field(DSL.select(DSL.array(DSL.select(
+        DSL.function("jsonb_object_keys", SQLDataType.CLOB, head))))).cast(SQLDataType.BIGINT.array());
+    Field<String> app = DSL.left(DSL.concat(DSL.inline("pgtask task "), TASK.ID.cast(SQLDataType.VARCHAR),
+        DSL.inline(" "), DSL.param("worker", String.class)), DSL.inline(63));
+    Field<String> timeout = DSL.field("({0} ->> {1})", SQLDataType.VARCHAR,
+        DSL.param("timeouts", SQLDataType.JSONB), TASK.KIND);
+    Field<String> idleTimeout = DSL.field("({0} ->> {1})", SQLDataType.VARCHAR,
+        DSL.param("idle_timeouts", SQLDataType.JSONB), TASK.KIND);
+    return PreparedQuery.of(lockQuery(ids, head, app, timeout, idleTimeout));
+  }
+
+  private static org.jooq.Select<?> lockQuery(Field<Long[]> ids, Field<JSONB> attempts, Field<String> app,
+      Field<String> timeout, Field<String> idleTimeout) {
+    return DSL.select(
             TASK.ID,
-            setLocal("application_name", DSL.param("app", String.class)),
-            setLocal("statement_timeout", DSL.param("timeout", String.class)),
-            setLocal("idle_in_transaction_session_timeout", DSL.param("idle_timeout", String.class)),
+            setLocal("application_name", app),
+            setLocal("statement_timeout", timeout),
+            setLocal("idle_in_transaction_session_timeout", idleTimeout),
             DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
                 .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
                     DSL.param("namespace", Integer.class), TASK.TENANT_ID)))
         .from(TASK)
-        .where(TASK.ID.eq(DSL.any(opaqueIds())))
-        .and(TASK.ATTEMPT.eq(heldAttempt()))
+        .where(TASK.ID.eq(DSL.any(ids)))
+        .and(TASK.ATTEMPT.eq(heldAttempt(attempts)))
         .and(runningById(TASK))
         .and(TASK.OWNER.eq(DSL.param("owner", String.class)))
         .orderBy(TASK.ID)
-        .forNoKeyUpdate());
+        .forNoKeyUpdate();
   }
 
   /**

@@ -87,6 +87,18 @@ final class PreparedQuery {
     return new PreparedQuery(sql + ";\n" + constantStatement, names, sqlTypes);
   }
 
+  /**
+   * This query followed by another, sent together. Parameters of the same name in both take the
+   * same value.
+   */
+  PreparedQuery followedBy(PreparedQuery next) {
+    List<String> allNames = new java.util.ArrayList<>(names);
+    allNames.addAll(next.names);
+    int[] allTypes = java.util.Arrays.copyOf(sqlTypes, sqlTypes.length + next.sqlTypes.length);
+    System.arraycopy(next.sqlTypes, 0, allTypes, sqlTypes.length, next.sqlTypes.length);
+    return new PreparedQuery(sql + ";\n" + next.sql, List.copyOf(allNames), allTypes);
+  }
+
   String sql() {
     return sql;
   }
