@@ -124,6 +124,42 @@ class TaskOperationsTest {
   }
 
   @Test
+  void cancellingATaskLockedAheadByACommitBatchEndsItWithoutRunningIt() throws Exception {
+    CountDownLatch blockerStarted = new CountDownLatch(1);
+    CountDownLatch unblock = new CountDownLatch(1);
+    java.util.Set<Long> ran = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    TaskOptions batchQueue = TaskOptions.defaults().withQueue("ops-batch");
+    long first = pgtask.enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
+    long blocker = pgtask.enqueue(NewTask.of("test.batched", Map.of("block", true), batchQueue));
+    long target = pgtask.enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
+    long last = pgtask.enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
+    try (PgTaskWorker batching = PgTaskWorker.builder(pool).concurrency(1).prefetch(8).queues("ops-batch")
+        .commitBatch(8, Duration.ofSeconds(30))
+        .handler("test.batched", (ctx, p) -> {
+          ran.add(ctx.taskId());
+          if (p.has("block")) {
+            blockerStarted.countDown();
+            unblock.await(30, TimeUnit.SECONDS);
+          }
+        })
+        .build().start()) {
+      assertThat(blockerStarted.await(10, TimeUnit.SECONDS)).as("the blocking task started").isTrue();
+      // the target is locked ahead by the batch's transaction, not started
+      try (Connection other = db.connect(); Statement st = other.createStatement()) {
+        assertThatThrownBy(() -> st.executeQuery("SELECT 1 FROM pgtask.task WHERE id = " + target + " FOR UPDATE NOWAIT"))
+            .as("locking the target's row").hasMessageContaining("could not obtain lock");
+      }
+      assertThat(pgtask.cancel(target)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+      Thread.sleep(500); // the control notification reaches the worker
+      unblock.countDown();
+      await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(target)) && "completed".equals(state(last)));
+    }
+    assertThat(ran).as("handlers that ran").containsExactlyInAnyOrder(first, blocker, last);
+    assertThat(state(first)).isEqualTo("completed");
+    assertThat(state(blocker)).isEqualTo("completed");
+  }
+
+  @Test
   void operationsOnARunningTaskFailFastNamingTheWorker() throws Exception {
     long id = runningTask();
     long t0 = System.nanoTime();

@@ -71,6 +71,10 @@ public final class Executor {
   private final Map<Long, RunningTask> running = new ConcurrentHashMap<>();
   // claim heads whose transaction the producer opened (ClaimQueries.claimAndStart), by task id
   private final Map<Long, Group> started = new ConcurrentHashMap<>();
+  // the ids of the tasks claimed here and not yet handled
+  private final java.util.Set<Long> claimedHere = ConcurrentHashMap.newKeySet();
+  // cancellations of tasks claimed here that had not started when they arrived (see cancel)
+  private final java.util.Set<Long> cancelBeforeStart = ConcurrentHashMap.newKeySet();
   private final Completer completer;
   private final Object capacityMonitor = new Object();
   private final int capacity;
@@ -148,6 +152,9 @@ public final class Executor {
       submitAll(tasks);
       return;
     }
+    for (Claimed c : tasks) {
+      claimedHere.add(c.id());
+    }
     synchronized (capacityMonitor) {
       outstanding += tasks.size();
     }
@@ -189,13 +196,18 @@ public final class Executor {
     if (tasks.isEmpty()) {
       return;
     }
+    for (Claimed c : tasks) {
+      claimedHere.add(c.id());
+    }
     synchronized (capacityMonitor) {
       outstanding += tasks.size();
     }
     ready.addAll(tasks);
   }
 
-  private void handled() {
+  private void handled(Claimed c) {
+    claimedHere.remove(c.id());
+    cancelBeforeStart.remove(c.id());
     synchronized (capacityMonitor) {
       outstanding--;
       capacityMonitor.notifyAll();
@@ -227,11 +239,27 @@ public final class Executor {
     return ids;
   }
 
-  /** Asks a running task to stop and end cancelled. Returns false when it does not run here. */
+  /**
+   * Asks a running task to stop and end cancelled. Returns false when it does not run here. A task
+   * claimed here that has not started yet ends cancelled without running when its turn comes: a
+   * claim's head waiting for its thread, or a task locked ahead by a commit batch, has its row
+   * locked, so {@code pgtask.cancel_task} could not cancel it at once and asked its worker.
+   */
   public boolean cancel(long taskId) {
     RunningTask t = running.get(taskId);
     if (t == null) {
-      return false;
+      if (!claimedHere.contains(taskId)) {
+        return false;
+      }
+      cancelBeforeStart.add(taskId);
+      t = running.get(taskId); // it may have started meanwhile, without seeing the entry
+      if (t == null) {
+        if (!claimedHere.contains(taskId)) { // or been handled meanwhile
+          cancelBeforeStart.remove(taskId);
+        }
+        return false;
+      }
+      cancelBeforeStart.remove(taskId);
     }
     stop(t, RunningTask.StopReason.CANCELLED);
     return true;
@@ -369,7 +397,7 @@ public final class Executor {
       } catch (RuntimeException e) {
         log.error("pgtask: unexpected failure around task {}; it will be rescued after its lease", c.id(), e);
       } finally {
-        handled();
+        handled(c);
         Thread.interrupted(); // an interrupt meant for a handler must not hit the next task
       }
     }
@@ -551,8 +579,9 @@ public final class Executor {
     }
     // tasks locked ahead but not run (the transaction broke): they share its fate below
     while (!g.pending.isEmpty()) {
-      g.members.add(new Member(g.pending.poll(), (Fence) null, System.nanoTime()));
-      handled();
+      Claimed c = g.pending.poll();
+      g.members.add(new Member(c, (Fence) null, System.nanoTime()));
+      handled(c);
     }
     try {
       if (!g.broken) {
@@ -688,6 +717,9 @@ public final class Executor {
     ScheduledFuture<?> timer = null;
     try {
       running.put(task.claimed.id(), task);
+      if (cancelBeforeStart.remove(task.claimed.id())) {
+        task.requestStop(RunningTask.StopReason.CANCELLED);
+      }
       timer = watchdog.schedule(() -> stop(task, RunningTask.StopReason.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
       if (stopping) {
         task.requestStop(RunningTask.StopReason.SHUTDOWN);
