@@ -27,7 +27,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * While an executor thread is idle, a claim also starts its head (the first transactional task it
+ * A claim into an idle worker also starts its head (the first transactional task it
  * took) in the same round trip: claim, COMMIT, BEGIN and the head's re-lock are sent together, and
  * the head's handler runs on the connection that claimed it. Seen from inside the handler: the
  * claim is committed (another session sees the task running, attempt 1), the row is locked by the

@@ -124,10 +124,10 @@ public final class Executor {
     }
   }
 
-  /** Whether an executor thread has nothing to run: a task handed over now starts at once. */
-  public boolean hasIdleThread() {
+  /** Whether no claimed task is waiting or running here: a task handed over now starts at once. */
+  public boolean isIdle() {
     synchronized (capacityMonitor) {
-      return outstanding < config.concurrency();
+      return outstanding == 0;
     }
   }
 
@@ -418,7 +418,9 @@ public final class Executor {
       if (next == null) {
         break;
       }
-      if (runsPlain(next)) {
+      // a plain task runs outside; a claim's head is locked by its own transaction already (locking
+      // it here would wait for that transaction, which waits for a thread)
+      if (runsPlain(next) || started.containsKey(next.id())) {
         ready.offerFirst(next);
         break;
       }
