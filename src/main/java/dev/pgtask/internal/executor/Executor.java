@@ -51,6 +51,10 @@ import org.slf4j.MDC;
  * and tenant locks stay until its failure is recorded at commit), and commits after n tasks, after
  * t, or when nothing waits. Completions are written in one statement at commit.
  *
+ * <p>A claim into an idle worker arrives with its first transactional task already re-locked in a
+ * transaction the claim opened ({@link #submitStarted}): the thread that takes that task adopts the
+ * transaction (ending its own first) instead of opening one.
+ *
  * <p>Plain-mode kinds run outside any transaction; their completions are written in batches by the
  * {@link Completer}, which also keeps the leases of tasks held without a transaction alive.
  *

@@ -17,12 +17,14 @@ import org.slf4j.LoggerFactory;
 /**
  * Decides when to claim, and hands claimed tasks to the executor.
  *
- * <p>It waits for a wake-up (a notification for one of its queues, a listener reconnect) or the
+ * <p>It waits for a wake-up (a notification for one of its queues, a listener reconnect, an
+ * enqueue committed by {@code PgTask} in this JVM, see {@code LocalWake}) or the
  * poll interval (jittered by up to 10%), then claims in a loop: wait for room (fewer than
  * concurrency + prefetch tasks outstanding), claim at most that room (and at most the batch size) in
  * one statement, hand the tasks to the executor, and claim again at once while claims come back
  * full; a short claim means the queue is drained, so it waits again. With the default prefetch of
- * 0 it never claims more than it can start at once.
+ * 0 it never claims more than it can start at once. A claim into an idle worker also starts its
+ * first transactional task in the same round trip.
  */
 public final class Producer {
 

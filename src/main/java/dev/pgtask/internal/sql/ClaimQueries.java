@@ -29,6 +29,9 @@ import org.jooq.types.DayToSecond;
  * re-evaluate it and lock more rows. Of the locked rows it keeps at most one per tenant, and none of
  * a tenant that already has a running task; the kept rows are marked running with attempt + 1,
  * owner and a lease from the database clock. The short claim transaction then commits.
+ *
+ * <p>Into an idle worker, {@link #claimAndStart} sends the claim together with the start of its
+ * first transactional task: claim, COMMIT, BEGIN, and that task's re-lock, in one round trip.
  */
 public final class ClaimQueries {
 
