@@ -40,4 +40,27 @@ class RetentionTest {
       assertThat(maintenance.prunePass()).as("a second pass finds nothing").isZero();
     }
   }
+
+  @Test
+  void aShortRetentionIsEnforcedEveryHalfOfIt() throws Exception {
+    try (TestDatabase db = TestDatabase.create("retention_short"); HikariDataSource pool = db.pool(4)) {
+      Db sql = new Db(db);
+      dev.pgtask.PgTask pgtask = dev.pgtask.PgTask.create(pool);
+      try (PgTaskWorker w = PgTaskWorker.builder(pool).concurrency(2).retention(Duration.ofSeconds(2), Duration.ofSeconds(4))
+          .handler("r.short", (c, p) -> { }).build().start()) {
+        for (int i = 0; i < 20; i++) {
+          pgtask.enqueue(dev.pgtask.NewTask.of("r.short", null));
+        }
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10))
+            .until(() -> sql.count("SELECT count(*) FROM pgtask.task WHERE state = 'completed'") == 20);
+        long completedAt = System.nanoTime();
+        // every second (half of the 2-s retention): gone by about 3 s after completion; a 30-s
+        // pass would first run 15 to 30 s after the worker started
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(8))
+            .until(() -> sql.count("SELECT count(*) FROM pgtask.task") == 0);
+        assertThat(Duration.ofNanos(System.nanoTime() - completedAt)).as("time from completion to deletion")
+            .isGreaterThanOrEqualTo(Duration.ofMillis(1_000));
+      }
+    }
+  }
 }

@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
  *   <li>rescue (every rescue interval): running tasks whose lease expired and whose row no live
  *       transaction holds become retryable (or discarded) again;</li>
  *   <li>tenant repair (every second): tenants left with waiting tasks and no head get one;</li>
- *   <li>retention (every 30 s): finished tasks past their retention are deleted in batches;</li>
+ *   <li>retention (every 30 s, or every half of a shorter retention): finished tasks past their
+ *       retention are deleted in batches;</li>
  *   <li>vacuum (checked every 15 s): one worker vacuums the task table when it holds many dead row
  *       versions, for servers where autovacuum is off or too slow.</li>
  * </ul>
@@ -35,6 +36,7 @@ public final class Maintenance {
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
   private static final Duration TENANT_REPAIR_INTERVAL = Duration.ofSeconds(1);
   private static final Duration PRUNE_INTERVAL = Duration.ofSeconds(30);
+  private static final Duration MIN_PRUNE_INTERVAL = Duration.ofSeconds(1);
   private static final Duration HEARTBEAT_INTERVAL = Duration.ofSeconds(10);
   private static final Duration QUEUE_SAMPLE_INTERVAL = Duration.ofSeconds(15);
   private static final Duration STALE_WORKER_AGE = Duration.ofHours(1);
@@ -68,7 +70,7 @@ public final class Maintenance {
   public void start() {
     schedule(config.rescueInterval(), this::rescuePass);
     schedule(TENANT_REPAIR_INTERVAL, this::tenantRepairPass);
-    schedule(PRUNE_INTERVAL, this::prunePass);
+    schedule(pruneInterval(config), this::prunePass);
     schedule(HEARTBEAT_INTERVAL, heartbeat);
     schedule(VACUUM_CHECK_INTERVAL, this::vacuumPass);
     if (config.metrics() != dev.pgtask.PgTaskMetrics.NOOP) {
@@ -83,6 +85,20 @@ public final class Maintenance {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+  }
+
+  /**
+   * Every 30 s, or every half of the shorter retention when that is less (at least every second):
+   * a finished task then stays at most one and a half times its retention, and a table under a
+   * short retention reaches its steady size within a few retentions.
+   */
+  static Duration pruneInterval(WorkerConfig config) {
+    Duration half = (config.completedRetention().compareTo(config.failedRetention()) < 0
+        ? config.completedRetention() : config.failedRetention()).dividedBy(2);
+    if (half.compareTo(MIN_PRUNE_INTERVAL) < 0) {
+      return MIN_PRUNE_INTERVAL;
+    }
+    return half.compareTo(PRUNE_INTERVAL) < 0 ? half : PRUNE_INTERVAL;
   }
 
   private void schedule(Duration interval, Runnable pass) {
