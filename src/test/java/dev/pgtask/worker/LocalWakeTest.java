@@ -108,4 +108,28 @@ class LocalWakeTest {
     await().atMost(Duration.ofSeconds(5))
         .until(() -> started.containsAll(List.of("local", "other pool", "caller's transaction")));
   }
+
+  @Test
+  void aWorkerWhoseListenerHasNotConnectedYetIsNotWoken() throws Exception {
+    // its LISTEN connection waits for the gate: until then the worker could not hear a cancellation
+    java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+    try (PgTaskWorker gated = PgTaskWorker.builder(pool)
+        .queues("gated")
+        .concurrency(2)
+        .pollInterval(Duration.ofMinutes(10))
+        .listenConnection(() -> {
+          gate.await();
+          return elsewhere.connect();
+        })
+        .handler("wake.probe", JsonNode.class, (ctx, p) -> started.add(p.get("name").asText()))
+        .build()
+        .start()) {
+      Thread.sleep(500); // the claim loop's first pass at start is over
+      PgTask.create(pool).enqueue(probe("gated", TaskOptions.defaults().withQueue("gated")));
+      Thread.sleep(1_500);
+      assertThat(started).as("tasks started before the listener connected").isEmpty();
+      gate.countDown(); // the listener connects and claims once
+      await().atMost(Duration.ofSeconds(5)).until(() -> started.contains("gated"));
+    }
+  }
 }

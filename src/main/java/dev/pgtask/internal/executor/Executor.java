@@ -156,12 +156,7 @@ public final class Executor {
       submitAll(tasks);
       return;
     }
-    for (Claimed c : tasks) {
-      claimedHere.add(c.id());
-    }
-    synchronized (capacityMonitor) {
-      outstanding += tasks.size();
-    }
+    claimed(tasks);
     started.put(headId, g);
     ready.offerFirst(head);
     ready.addAll(rest);
@@ -200,13 +195,18 @@ public final class Executor {
     if (tasks.isEmpty()) {
       return;
     }
+    claimed(tasks);
+    ready.addAll(tasks);
+  }
+
+  /** Counts claimed tasks as outstanding here until {@link #handled} (the counterpart). */
+  private void claimed(List<Claimed> tasks) {
     for (Claimed c : tasks) {
       claimedHere.add(c.id());
     }
     synchronized (capacityMonitor) {
       outstanding += tasks.size();
     }
-    ready.addAll(tasks);
   }
 
   private void handled(Claimed c) {
