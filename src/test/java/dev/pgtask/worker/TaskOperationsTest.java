@@ -78,6 +78,10 @@ class TaskOperationsTest {
           }
         })
         .build().start();
+    // a task started before the worker's LISTEN pgtask_control could not be told of a cancellation
+    await().atMost(Duration.ofSeconds(10)).until(() -> sql.count("SELECT count(*) FROM pg_stat_activity "
+        + "WHERE application_name = 'pgtask listen " + worker.workerId() + "' AND state = 'idle' "
+        + "AND query IN ('LISTEN pgtask_control', 'select 1')") == 1);
   }
 
   @AfterEach
