@@ -57,6 +57,8 @@ public final class DemoCommand implements Callable<Integer> {
   private static final Duration LEASE = Duration.ofSeconds(5);
   private static final Duration RESCUE_INTERVAL = Duration.ofSeconds(2);
   private static final long TICK_MS = 250;
+  /** How long a frozen worker is given for what it already sent to take effect, before its tasks are counted. */
+  private static final long FREEZE_SETTLE_MS = 200;
 
   @Mixin
   ConnectionOptions connection;
@@ -198,15 +200,15 @@ public final class DemoCommand implements Callable<Integer> {
         break;
       }
       if (killed == null && progress.completed() * 3 >= progress.total()) {
-        killed = pickVictim(dsl, progress);
-        if (killed != null) {
-          killed.process.destroyForcibly();
+        DemoWorker victim = pickVictim(dsl);
+        int held = victim == null ? -1 : killHolding(dsl, victim);
+        if (held >= 0) {
+          killed = victim;
           killedAt = OpsQueries.selectClock(dsl);
-          killed.process.waitFor(10, TimeUnit.SECONDS);
           say(out, err, console, String.format(Locale.ROOT,
-              "SIGKILL worker %s (pid %d) while it holds tasks, at %d/%d done: its transactions roll back;"
+              "SIGKILL worker %s (pid %d) while it holds %d task%s, at %d/%d done: its transactions roll back;"
                   + " the rescue pass takes its tasks back once their lease (%s) expires",
-              killed.id, killed.process.pid(), progress.completed(), progress.total(),
+              killed.id, killed.process.pid(), held, held == 1 ? "" : "s", progress.completed(), progress.total(),
               Formats.duration(LEASE)));
         }
       }
@@ -284,7 +286,7 @@ public final class DemoCommand implements Callable<Integer> {
   }
 
   /** The live worker with the most claimed tasks (at least one), or null to try again later. */
-  private DemoWorker pickVictim(DSLContext dsl, Progress progress) {
+  private DemoWorker pickVictim(DSLContext dsl) {
     Map<String, Integer> running = OpsQueries.selectRunningByWorker(dsl, QUEUE);
     DemoWorker best = null;
     int most = 0;
@@ -295,11 +297,41 @@ public final class DemoCommand implements Callable<Integer> {
         most = n;
       }
     }
-    if (best == null && progress.completed() * 3 >= progress.total() * 2) {
-      // late and nobody holds a task at this instant: kill one anyway, so the run shows the crash
-      best = started.stream().filter(w -> w.process.isAlive()).findFirst().orElse(null);
-    }
     return best;
+  }
+
+  /**
+   * Kills {@code victim} with SIGKILL while it holds tasks and returns how many it held, or -1 when it
+   * held none and was left running. A worker chosen because it held tasks a moment ago may finish
+   * them all before the signal lands, and its kill would then show no rescue. So it is first frozen
+   * (SIGSTOP), given a moment for what it already sent (a completion's COMMIT) to take effect, and
+   * its tasks are counted: a frozen worker finishes nothing more. It is killed only if it holds
+   * some, and thawed (SIGCONT) otherwise. Where kill(1) cannot be run, the worker is killed at once
+   * and its tasks are counted after the kill.
+   */
+  private static int killHolding(DSLContext dsl, DemoWorker victim) throws InterruptedException {
+    boolean frozen = signal(victim.process, "STOP");
+    if (frozen) {
+      Thread.sleep(FREEZE_SETTLE_MS);
+      if (OpsQueries.selectRunningByWorker(dsl, QUEUE).getOrDefault(victim.id, 0) == 0) {
+        signal(victim.process, "CONT");
+        return -1;
+      }
+    }
+    victim.process.destroyForcibly();
+    victim.process.waitFor(10, TimeUnit.SECONDS);
+    return OpsQueries.selectRunningByWorker(dsl, QUEUE).getOrDefault(victim.id, 0);
+  }
+
+  /** Sends {@code signal} to {@code process} with kill(1); false when that cannot be done here. */
+  private static boolean signal(Process process, String signal) throws InterruptedException {
+    try {
+      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid()))
+          .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+      return kill.waitFor(10, TimeUnit.SECONDS) && kill.exitValue() == 0;
+    } catch (IOException e) {
+      return false; // no kill(1) on this system
+    }
   }
 
   private int report(DSLContext dsl, PrintWriter out, Progress progress, DemoWorker killed, Instant killedAt,
@@ -364,7 +396,7 @@ public final class DemoCommand implements Callable<Integer> {
     out.printf("  tenant overlaps:        %d (overlapping execution pairs within one tenant, over %d tenants)%s%n",
         overlaps, byTenant.size(), overlaps == 0 ? "" : "  <-- FAILED " + overlapsByTenant);
     if (killed == null) {
-      out.println("  worker killed:          none (the run ended before a third was done)");
+      out.println("  worker killed:          none (the run ended before a worker could be killed while holding tasks)");
     } else {
       out.printf("  worker killed:          %s (SIGKILL), %d of its tasks rescued%n", killed.id, rescued);
       out.printf("  longest rescue time:    %s (kill -> its last rescued task running again; taken back by the"

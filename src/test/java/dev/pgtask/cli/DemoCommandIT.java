@@ -45,7 +45,7 @@ class DemoCommandIT {
         .contains("tenant overlaps:        0 ")
         .contains("result:                 OK, every invariant held")
         .contains("pgtask.tenant_locks right now")
-        .containsPattern("SIGKILL worker demo-\\d+-w\\d");
+        .containsPattern("SIGKILL worker demo-\\d+-w\\d \\(pid \\d+\\) while it holds [1-9]\\d* tasks?,");
     Matcher rescued = Pattern.compile("worker killed:\\s+(\\S+) \\(SIGKILL\\), (\\d+) of its tasks rescued").matcher(out);
     assertThat(rescued.find()).as("the worker-killed line in:%n%s", out).isTrue();
     assertThat(Integer.parseInt(rescued.group(2))).as("tasks rescued from the killed worker").isPositive();
