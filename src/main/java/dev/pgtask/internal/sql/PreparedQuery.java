@@ -87,6 +87,11 @@ final class PreparedQuery {
     return new PreparedQuery(sql + ";\n" + constantStatement, names, sqlTypes);
   }
 
+  /** A constant statement without parameters, then this query, sent together (see {@link #followedBy(String)}). */
+  PreparedQuery precededBy(String constantStatement) {
+    return new PreparedQuery(constantStatement + ";\n" + sql, names, sqlTypes);
+  }
+
   /**
    * This query followed by another, sent together. Parameters of the same name in both take the
    * same value.
