@@ -47,7 +47,7 @@ public final class WorkerRuntime {
     this.config = config;
     this.executor = new Executor(config, stats);
     this.producer = new Producer(config, stats, executor);
-    this.listener = new Listener(config, producer::wake, executor::cancel);
+    this.listener = new Listener(config, producer::wake, executor::cancel, this::applyCancelRequests);
     this.maintenance = new Maintenance(config, stats, producer::wake, this::heartbeat);
   }
 
@@ -61,13 +61,9 @@ public final class WorkerRuntime {
       executor.start();
       producer.start();
       listener.start();
-      // only while the listener is connected: a task started before its LISTEN pgtask_control
-      // could not be told of a cancellation
-      localWakeRegistration = LocalWake.register(config.dataSource(), config.queues(), () -> {
-        if (listener.connected()) {
-          producer.wake();
-        }
-      });
+      // also before the listener has connected: a cancellation it could not hear then is read
+      // from pgtask.cancel_request when it does
+      localWakeRegistration = LocalWake.register(config.dataSource(), config.queues(), producer::wake);
       maintenance.start();
       log.info("pgtask worker {} started: queues {}, concurrency {}, kinds {}", config.workerId(),
           config.queues(), config.concurrency(), config.kinds());
@@ -117,6 +113,20 @@ public final class WorkerRuntime {
   /** Wakes the producer as a notification would. */
   public void wake() {
     producer.wake();
+  }
+
+  /**
+   * Applies the cancel requests that stand for this worker's tasks. The listener runs it each time
+   * its LISTEN is in place: a request made while it was not listening (starting, reconnecting) was
+   * written down by {@code pgtask.cancel_task}, but its notification went unheard.
+   */
+  private void applyCancelRequests() {
+    WorkerQueries.cancelRequestsFor(Sql.using(config.dataSource()), config.workerId())
+        .forEach((id, attempt) -> {
+          if (executor.cancel(id, attempt)) {
+            log.info("pgtask: cancelling task {}, as requested while this worker was not listening", id);
+          }
+        });
   }
 
   private void heartbeat() {

@@ -75,6 +75,32 @@ class RescueTest {
   }
 
   @Test
+  void aLostWorkersTaskWhoseCancellationWasRequestedEndsCancelledInsteadOfRunningAgain() throws Exception {
+    long id = pgtask.enqueue(NewTask.of("test.task", null));
+    assertThat(claimAsGhost(1, "ghost:3")).hasSize(1);
+    // the ghost's task transaction holds the row (as a worker frozen in its handler would), so the
+    // cancellation can only be requested; then the ghost's session dies before acting on it
+    Connection task = db.connect();
+    task.setAutoCommit(false);
+    int pid;
+    try (var st = task.createStatement(); var rs = st.executeQuery(
+        "SELECT pg_backend_pid() FROM pgtask.task WHERE id = " + id + " FOR NO KEY UPDATE")) {
+      rs.next();
+      pid = rs.getInt(1);
+    }
+    assertThat(pgtask.cancel(id)).isEqualTo(dev.pgtask.CancelResult.CANCEL_REQUESTED);
+    sql.exec("SELECT pg_terminate_backend(" + pid + ")");
+    task.close();
+    expireLeases();
+    assertThat(maintenance().rescuePass()).isEqualTo(1);
+    assertThat(sql.text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("cancelled 1");
+    assertThat(sql.text("SELECT string_agg(e ->> 'error', ' | ' ORDER BY ord) FROM pgtask.task, "
+        + "jsonb_array_elements(errors) WITH ORDINALITY AS x(e, ord) WHERE id = " + id))
+        .startsWith("worker lost: ghost:3").endsWith(ExecuteQueries.CANCELLED_AS_REQUESTED);
+    assertThat(sql.count("SELECT count(*) FROM pgtask.cancel_request")).as("requests left after the pass").isZero();
+  }
+
+  @Test
   void tasksOfALostWorkerAreRescuedWithAWorkerLostEntry() throws Exception {
     long id = pgtask.enqueue(NewTask.of("test.task", null));
     long exhausted = pgtask.enqueue(NewTask.of("test.task", null, TaskOptions.defaults().withMaxAttempts(1)));
@@ -124,7 +150,7 @@ class RescueTest {
       c.rollback();
       c.setAutoCommit(true);
       assertThat(ExecuteQueries.fail(Sql.using(c), zombie, "late failure", Duration.ZERO, false)).isNull();
-      assertThat(ExecuteQueries.release(Sql.using(c), zombie, Duration.ZERO)).isZero();
+      assertThat(ExecuteQueries.release(Sql.using(c), zombie, Duration.ZERO)).as("state after the zombie released it (none: fenced out)").isNull();
     }
     assertThat(sql.text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("running 2");
     assertThat(sql.text("SELECT owner FROM pgtask.task WHERE id = " + id)).isEqualTo("fresh:2");

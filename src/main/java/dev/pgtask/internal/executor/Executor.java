@@ -66,6 +66,9 @@ public final class Executor {
 
   private static final Logger log = LoggerFactory.getLogger(Executor.class);
   private static final int MAX_ERROR_LENGTH = 2_000;
+  /** How long a cancellation for a task not claimed here is kept, in case its claim is registered late. */
+  static final int UNCLAIMED_CANCEL_SECONDS = 60;
+  private static final long UNCLAIMED_CANCEL_NANOS = TimeUnit.SECONDS.toNanos(UNCLAIMED_CANCEL_SECONDS);
 
   private final WorkerConfig config;
   private final WorkerStats stats;
@@ -75,10 +78,12 @@ public final class Executor {
   private final Map<Long, RunningTask> running = new ConcurrentHashMap<>();
   // claim heads whose transaction the producer opened (ClaimQueries.claimAndStart), by task id
   private final Map<Long, Group> started = new ConcurrentHashMap<>();
-  // the ids of the tasks claimed here and not yet handled
-  private final java.util.Set<Long> claimedHere = ConcurrentHashMap.newKeySet();
+  // the tasks claimed here and not yet handled: task id -> attempt
+  private final Map<Long, Integer> claimedHere = new ConcurrentHashMap<>();
   // cancellations of tasks claimed here that had not started when they arrived (see cancel)
   private final java.util.Set<Long> cancelBeforeStart = ConcurrentHashMap.newKeySet();
+  // cancellations of tasks not (yet) claimed here: task id -> {attempt or -1, nanoTime received}
+  private final Map<Long, long[]> cancelUnclaimed = new ConcurrentHashMap<>();
   private final Completer completer;
   private final Object capacityMonitor = new Object();
   private final int capacity;
@@ -202,11 +207,23 @@ public final class Executor {
   /** Counts claimed tasks as outstanding here until {@link #handled} (the counterpart). */
   private void claimed(List<Claimed> tasks) {
     for (Claimed c : tasks) {
-      claimedHere.add(c.id());
+      claimedHere.put(c.id(), c.attempt());
+    }
+    if (!cancelUnclaimed.isEmpty()) {
+      for (Claimed c : tasks) {
+        long[] request = cancelUnclaimed.remove(c.id());
+        if (request != null && matches(request, c.attempt())) {
+          cancelBeforeStart.add(c.id());
+        }
+      }
     }
     synchronized (capacityMonitor) {
       outstanding += tasks.size();
     }
+  }
+
+  private static boolean matches(long[] request, int attempt) {
+    return (request[0] < 0 || request[0] == attempt) && System.nanoTime() - request[1] < UNCLAIMED_CANCEL_NANOS;
   }
 
   private void handled(Claimed c) {
@@ -248,22 +265,41 @@ public final class Executor {
    * claimed here that has not started yet ends cancelled without running when its turn comes: a
    * claim's head waiting for its thread, or a task locked ahead by a commit batch, has its row
    * locked, so {@code pgtask.cancel_task} could not cancel it at once and asked its worker.
+   *
+   * <p>{@code attempt} is the attempt the request was made for (-1: any); a request for another
+   * attempt of the task is ignored. A request for a task not claimed here is kept for
+   * {@value #UNCLAIMED_CANCEL_SECONDS} s and applied if this worker registers that claim meanwhile:
+   * the claim-and-start re-locks its head in the claim's round trip, so the request can arrive
+   * before the claim's answer is read.
    */
-  public boolean cancel(long taskId) {
+  public boolean cancel(long taskId, int attempt) {
     RunningTask t = running.get(taskId);
     if (t == null) {
-      if (!claimedHere.contains(taskId)) {
+      Integer claimedAttempt = claimedHere.get(taskId);
+      if (claimedAttempt == null) {
+        long now = System.nanoTime();
+        cancelUnclaimed.values().removeIf(r -> now - r[1] >= UNCLAIMED_CANCEL_NANOS);
+        cancelUnclaimed.put(taskId, new long[] {attempt, now});
+        if (claimedHere.containsKey(taskId) && cancelUnclaimed.remove(taskId) != null) {
+          return cancel(taskId, attempt); // registered meanwhile, without seeing the entry
+        }
+        return false;
+      }
+      if (attempt >= 0 && claimedAttempt != attempt) {
         return false;
       }
       cancelBeforeStart.add(taskId);
       t = running.get(taskId); // it may have started meanwhile, without seeing the entry
       if (t == null) {
-        if (!claimedHere.contains(taskId)) { // or been handled meanwhile
+        if (!claimedHere.containsKey(taskId)) { // or been handled meanwhile
           cancelBeforeStart.remove(taskId);
         }
         return false;
       }
       cancelBeforeStart.remove(taskId);
+    }
+    if (attempt >= 0 && t.claimed.attempt() != attempt) {
+      return false;
     }
     stop(t, RunningTask.StopReason.CANCELLED);
     return true;
@@ -455,9 +491,13 @@ public final class Executor {
   private void releaseUnstarted(Claimed c) {
     Fence fence = fence(c);
     try {
-      if (ExecuteQueries.release(Sql.using(config.dataSource()), fence, Duration.ZERO) == 1) {
+      TaskState state = ExecuteQueries.release(Sql.using(config.dataSource()), fence, Duration.ZERO);
+      if (state == TaskState.available) {
         stats.released.incrementAndGet();
         config.metrics().finished(c.queue(), c.kind(), "released", Duration.ZERO);
+      } else if (state == TaskState.cancelled) { // a cancellation was requested while it was held
+        stats.cancelled.incrementAndGet();
+        config.metrics().finished(c.queue(), c.kind(), "cancelled", Duration.ZERO);
       }
     } catch (RuntimeException e) {
       log.warn("pgtask: could not release task {} ({}); it will be rescued after its lease", c.id(), e.getMessage());
@@ -634,8 +674,11 @@ public final class Executor {
     DSLContext dsl = Sql.using(config.dataSource());
     for (Claimed c : affected) {
       try {
-        if (ExecuteQueries.fail(dsl, fence(c), why, backoff(c.attempt()), false) == TaskState.retryable) {
+        TaskState state = ExecuteQueries.fail(dsl, fence(c), why, backoff(c.attempt()), false);
+        if (state == TaskState.retryable) {
           stats.retried.incrementAndGet();
+        } else if (state == TaskState.cancelled) {
+          stats.cancelled.incrementAndGet();
         }
       } catch (RuntimeException e) {
         log.warn("pgtask: could not record the failure of task {} ({}); it will be rescued after its lease",
@@ -648,15 +691,22 @@ public final class Executor {
     Fence fence = fence(c);
     switch (o.kind) {
       case RETRY, DISCARD -> o.resultState = ExecuteQueries.fail(dsl, fence, o.error, o.delay, o.kind == Outcome.Kind.DISCARD);
-      case RELEASE, DEFER -> o.applied = ExecuteQueries.release(dsl, fence, o.delay) == 1;
-      case SNOOZE -> o.applied = ExecuteQueries.snooze(dsl, fence, o.delay) == 1;
+      case RELEASE, DEFER -> {
+        o.resultState = ExecuteQueries.release(dsl, fence, o.delay);
+        o.applied = o.resultState != null;
+      }
+      case SNOOZE -> {
+        o.resultState = ExecuteQueries.snooze(dsl, fence, o.delay);
+        o.applied = o.resultState != null;
+      }
       case CANCELLED -> o.applied = ExecuteQueries.cancelled(dsl, fence, "cancelled while running") == 1;
     }
   }
 
   private void countOutcome(Member m) {
     Outcome o = m.outcome;
-    String name = switch (o.kind) {
+    // any of them ends cancelled when a cancellation was requested while the task ran
+    String name = o.resultState == TaskState.cancelled ? "cancelled" : switch (o.kind) {
       case RETRY, DISCARD -> o.resultState == TaskState.discarded ? "discarded"
           : o.resultState == TaskState.retryable ? "retried" : null;
       case RELEASE -> o.applied ? "released" : null;

@@ -117,10 +117,16 @@ public final class Maintenance {
     }, initial, period, TimeUnit.MILLISECONDS);
   }
 
-  /** Runs one rescue pass now (if no other worker is running one). Returns the tasks rescued. */
+  /**
+   * Runs one rescue pass now (if no other worker is running one), then deletes the cancel requests
+   * that no longer stand. Returns the tasks rescued.
+   */
   public int rescuePass() {
-    int n = inPassTransaction(MaintenanceQueries.RESCUE_LOCK_KEY,
-        tx -> MaintenanceQueries.rescueExpired(tx, RESCUE_BATCH));
+    int n = inPassTransaction(MaintenanceQueries.RESCUE_LOCK_KEY, tx -> {
+      int rescued = MaintenanceQueries.rescueExpired(tx, RESCUE_BATCH);
+      MaintenanceQueries.pruneCancelRequests(tx);
+      return rescued;
+    });
     if (n > 0) {
       stats.rescued.addAndGet(n);
       config.metrics().rescued(n);

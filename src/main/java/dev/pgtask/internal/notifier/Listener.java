@@ -8,7 +8,6 @@ import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongConsumer;
 import org.jooq.DSLContext;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -21,26 +20,29 @@ import org.slf4j.LoggerFactory;
  * The worker's LISTEN connection: one dedicated session outside the pool.
  *
  * <p>Protocol: connect, name the session ({@code application_name = "pgtask listen <worker>"}),
- * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then wake the producer once (anything
- * sent while disconnected is lost, so poll). Wait for notifications in slices of the ping interval;
+ * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then run the on-listening callback (the
+ * worker reads the cancel requests made while it was not listening) and wake the producer once
+ * (anything sent while disconnected is lost, so poll). Wait for notifications in slices of the ping interval;
  * after each quiet slice send {@code SELECT 1}: a network timeout on the connection bounds it, so a
  * half-open socket is detected instead of blocking forever. Any failure closes the connection and
  * reconnects with exponential backoff (100 ms to 5 s, jittered). Notifications on {@code pgtask}
  * carry a queue name: those of this worker's queues wake the producer. Notifications on
- * {@code pgtask_control} carry {@code cancel <task id>}.
+ * {@code pgtask_control} carry {@code cancel <task id> <attempt>} ({@code cancel <task id>} from
+ * schema version 6 and earlier).
  */
 public final class Listener {
 
   /** The channel producers notify; payload = queue name. */
   public static final String CHANNEL = "pgtask";
-  /** The channel of operator commands to workers; payload = {@code cancel <task id>}. */
+  /** The channel of operator commands to workers; payload = {@code cancel <task id> <attempt>}. */
   public static final String CONTROL_CHANNEL = "pgtask_control";
 
   private static final Logger log = LoggerFactory.getLogger(Listener.class);
 
   private final WorkerConfig config;
   private final Runnable onWake;
-  private final LongConsumer onCancel;
+  private final CancelSink onCancel;
+  private final Runnable onListening;
   private final Set<String> queues;
   private final AtomicLong reconnects = new AtomicLong();
   private final java.util.concurrent.ExecutorService networkTimeoutExecutor = Executors.newSingleThreadExecutor(r -> {
@@ -52,10 +54,22 @@ public final class Listener {
   private volatile Connection connection;
   private Thread thread;
 
-  public Listener(WorkerConfig config, Runnable onWake, LongConsumer onCancel) {
+  /** Receives the cancellations sent on {@link #CONTROL_CHANNEL}. */
+  @FunctionalInterface
+  public interface CancelSink {
+    /** {@code attempt}: the attempt the request was made for, or -1 when the message does not say. */
+    void cancel(long taskId, int attempt);
+  }
+
+  /**
+   * {@code onListening} runs on the listener's thread each time both LISTENs are in place, before
+   * the first notification is read; an exception from it is logged and the listener carries on.
+   */
+  public Listener(WorkerConfig config, Runnable onWake, CancelSink onCancel, Runnable onListening) {
     this.config = config;
     this.onWake = onWake;
     this.onCancel = onCancel;
+    this.onListening = onListening;
     this.queues = new HashSet<>(config.queues());
   }
 
@@ -92,10 +106,6 @@ public final class Listener {
     return reconnects.get();
   }
 
-  /** Whether the listener currently has a live connection. */
-  public boolean connected() {
-    return connection != null;
-  }
 
   private void run() {
     long backoffMillis = 100;
@@ -118,6 +128,12 @@ public final class Listener {
         }
         first = false;
         backoffMillis = 100;
+        try {
+          onListening.run();
+        } catch (RuntimeException e) {
+          log.warn("pgtask listener: reading the cancel requests failed ({}); a cancellation requested while it was not listening waits for its next reconnect",
+              e.getMessage());
+        }
         onWake.run(); // notifications sent while we were away are lost: poll once
         PGConnection pg = c.unwrap(PGConnection.class);
         while (running) {
@@ -163,8 +179,15 @@ public final class Listener {
 
   private void handleControl(String payload) {
     if (payload != null && payload.startsWith("cancel ")) {
+      String[] parts = payload.substring(7).trim().split(" ");
       try {
-        onCancel.accept(Long.parseLong(payload.substring(7).trim()));
+        if (parts.length == 1) {
+          onCancel.cancel(Long.parseLong(parts[0]), -1);
+        } else if (parts.length == 2) {
+          onCancel.cancel(Long.parseLong(parts[0]), Integer.parseInt(parts[1]));
+        } else {
+          log.warn("pgtask: ignored malformed control message");
+        }
       } catch (NumberFormatException e) {
         log.warn("pgtask: ignored malformed control message");
       }

@@ -1,5 +1,6 @@
 package dev.pgtask.internal.sql;
 
+import static dev.pgtask.internal.sql.gen.Tables.CANCEL_REQUEST;
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
 
 import dev.pgtask.internal.sql.gen.enums.TaskState;
@@ -8,6 +9,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Map;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
@@ -254,19 +256,38 @@ public final class ExecuteQueries {
         .execute();
   }
 
+  /** The error history's entry when a run ends cancelled because of a cancel request its worker had not acted on. */
+  public static final String CANCELLED_AS_REQUESTED = "cancelled: cancellation requested while this attempt ran";
+
+  /**
+   * A cancel request stands for the row's current attempt (pgtask.cancel_request, written by
+   * {@code pgtask.cancel_task} when the task's worker held its row): a run that ends other than by
+   * completing then ends the task cancelled instead of queueing it again. Used in UPDATEs of
+   * {@code TASK}, where the attempt is the one running.
+   */
+  public static Condition cancelRequested() {
+    return DSL.exists(DSL.selectOne().from(CANCEL_REQUEST)
+        .where(CANCEL_REQUEST.TASK_ID.eq(TASK.ID))
+        .and(CANCEL_REQUEST.ATTEMPT.eq(TASK.ATTEMPT)));
+  }
+
   /**
    * Records a failed attempt: appends to the error history, and either schedules the retry after
    * {@code retryDelay} (database clock) or discards the task when {@code discard} or the attempts
-   * are exhausted. Returns the new state, or {@code null} when fenced out. Locks: the task row.
+   * are exhausted; or ends it cancelled when a cancellation was requested during this attempt.
+   * Returns the new state, or {@code null} when fenced out. Locks: the task row.
    */
   public static TaskState fail(DSLContext dsl, Fence f, String error, Duration retryDelay, boolean discard) {
     Condition giveUp = discard ? DSL.trueCondition() : TASK.ATTEMPT.ge(TASK.MAX_ATTEMPTS);
+    Condition cancel = cancelRequested();
+    Condition ends = cancel.or(giveUp);
     var r = dsl.update(TASK)
-        .set(TASK.STATE, DSL.when(giveUp, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
-        .set(TASK.RUN_AT, DSL.when(giveUp, TASK.RUN_AT)
+        .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled))
+            .when(giveUp, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
+        .set(TASK.RUN_AT, DSL.when(ends, TASK.RUN_AT)
             .otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(retryDelay)))))
-        .set(TASK.FINISHED_AT, DSL.when(giveUp, clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
-        .set(TASK.ERRORS, appendError(f, error))
+        .set(TASK.FINISHED_AT, DSL.when(ends, clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
+        .set(TASK.ERRORS, DSL.when(cancel, appendError(f, error, CANCELLED_AS_REQUESTED)).otherwise(appendError(f, error)))
         .setNull(TASK.LEASE_UNTIL)
         .where(fenced(f))
         .returning(TASK.STATE)
@@ -276,35 +297,48 @@ public final class ExecuteQueries {
 
   /**
    * Puts a task back without spending an attempt (tenant lock busy, or the worker is stopping
-   * before/while running it): available again after {@code delay}, attempt given back.
-   * Locks: the task row.
+   * before/while running it): available again after {@code delay}, attempt given back; or ends it
+   * cancelled when a cancellation was requested during this attempt. Returns the new state, or
+   * {@code null} when fenced out. Locks: the task row.
    */
-  public static int release(DSLContext dsl, Fence f, Duration delay) {
+  public static TaskState release(DSLContext dsl, Fence f, Duration delay) {
+    Condition cancel = cancelRequested();
     var q = dsl.update(TASK)
-        .set(TASK.STATE, DSL.inline(TaskState.available))
-        .set(TASK.ATTEMPT, TASK.ATTEMPT.minus(1))
-        .setNull(TASK.OWNER)
+        .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled)).otherwise(DSL.inline(TaskState.available)))
+        .set(TASK.ATTEMPT, DSL.when(cancel, TASK.ATTEMPT).otherwise(TASK.ATTEMPT.minus(1)))
+        .set(TASK.OWNER, DSL.when(cancel, TASK.OWNER).otherwise(DSL.inline((String) null)))
+        .set(TASK.FINISHED_AT, DSL.when(cancel, clockTimestamp()).otherwise(TASK.FINISHED_AT))
+        .set(TASK.ERRORS, DSL.when(cancel, appendError(f, CANCELLED_AS_REQUESTED)).otherwise(TASK.ERRORS))
         .setNull(TASK.LEASE_UNTIL);
     if (!delay.isZero()) {
-      q = q.set(TASK.RUN_AT, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay))));
+      q = q.set(TASK.RUN_AT, DSL.when(cancel, TASK.RUN_AT)
+          .otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay)))));
     }
-    return q.where(fenced(f)).execute();
+    var r = q.where(fenced(f)).returning(TASK.STATE).fetchOne();
+    return r == null ? null : r.getState();
   }
 
   /**
    * Snoozes a task its handler asked to run later: available after {@code delay}, the attempt is
-   * not counted against max_attempts (max_attempts + 1, so attempt numbers keep increasing).
-   * Locks: the task row.
+   * not counted against max_attempts (max_attempts + 1, so attempt numbers keep increasing); or
+   * ends it cancelled when a cancellation was requested during this attempt. Returns the new
+   * state, or {@code null} when fenced out. Locks: the task row.
    */
-  public static int snooze(DSLContext dsl, Fence f, Duration delay) {
-    return dsl.update(TASK)
-        .set(TASK.STATE, DSL.inline(TaskState.available))
-        .set(TASK.MAX_ATTEMPTS, TASK.MAX_ATTEMPTS.plus(1))
-        .set(TASK.RUN_AT, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay))))
-        .setNull(TASK.OWNER)
+  public static TaskState snooze(DSLContext dsl, Fence f, Duration delay) {
+    Condition cancel = cancelRequested();
+    var r = dsl.update(TASK)
+        .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled)).otherwise(DSL.inline(TaskState.available)))
+        .set(TASK.MAX_ATTEMPTS, DSL.when(cancel, TASK.MAX_ATTEMPTS).otherwise(TASK.MAX_ATTEMPTS.plus(1)))
+        .set(TASK.RUN_AT, DSL.when(cancel, TASK.RUN_AT)
+            .otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay)))))
+        .set(TASK.OWNER, DSL.when(cancel, TASK.OWNER).otherwise(DSL.inline((String) null)))
+        .set(TASK.FINISHED_AT, DSL.when(cancel, clockTimestamp()).otherwise(TASK.FINISHED_AT))
+        .set(TASK.ERRORS, DSL.when(cancel, appendError(f, CANCELLED_AS_REQUESTED)).otherwise(TASK.ERRORS))
         .setNull(TASK.LEASE_UNTIL)
         .where(fenced(f))
-        .execute();
+        .returning(TASK.STATE)
+        .fetchOne();
+    return r == null ? null : r.getState();
   }
 
   /** Marks a running task cancelled (its handler was stopped). Locks: the task row. */
@@ -322,13 +356,17 @@ public final class ExecuteQueries {
     return DSL.function("clock_timestamp", TASK.FINISHED_AT.getDataType());
   }
 
-  private static Field<JSONB> appendError(Fence f, String error) {
-    Field<JSONB> entry = DSL.function("jsonb_build_array", SQLDataType.JSONB,
-        DSL.function("jsonb_build_object", SQLDataType.JSONB,
-            DSL.inline("attempt"), DSL.val(f.attempt()),
-            DSL.inline("at"), clockTimestamp(),
-            DSL.inline("error"), DSL.val(error),
-            DSL.inline("worker"), DSL.val(f.owner())));
+  /** The error history with one entry per message appended, each for this attempt. */
+  private static Field<JSONB> appendError(Fence f, String... errors) {
+    List<Field<?>> entries = new java.util.ArrayList<>();
+    for (String error : errors) {
+      entries.add(DSL.function("jsonb_build_object", SQLDataType.JSONB,
+          DSL.inline("attempt"), DSL.val(f.attempt()),
+          DSL.inline("at"), clockTimestamp(),
+          DSL.inline("error"), DSL.val(error),
+          DSL.inline("worker"), DSL.val(f.owner())));
+    }
+    Field<JSONB> entry = DSL.function("jsonb_build_array", SQLDataType.JSONB, entries.toArray(new Field<?>[0]));
     return DSL.function("jsonb_concat", SQLDataType.JSONB,
         DSL.coalesce(TASK.ERRORS, DSL.inline(JSONB.valueOf("[]"))), entry);
   }

@@ -1,5 +1,6 @@
 package dev.pgtask.internal.sql;
 
+import static dev.pgtask.internal.sql.gen.Tables.CANCEL_REQUEST;
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
 
 import dev.pgtask.internal.sql.gen.Routines;
@@ -66,23 +67,49 @@ public final class MaintenanceQueries {
             .forUpdate()
             .skipLocked());
     Condition exhausted = TASK.ATTEMPT.ge(TASK.MAX_ATTEMPTS);
-    Field<JSONB> entry = DSL.function("jsonb_build_array", SQLDataType.JSONB,
+    Condition cancel = ExecuteQueries.cancelRequested();
+    Condition ends = cancel.or(exhausted);
+    Field<JSONB> lost = errorEntry(DSL.concat(DSL.inline("worker lost: "), TASK.OWNER,
+        DSL.inline(" stopped renewing its claim (lease expired at "),
+        TASK.LEASE_UNTIL.cast(SQLDataType.CLOB), DSL.inline(")")));
+    Field<JSONB> cancelled = errorEntry(DSL.inline(ExecuteQueries.CANCELLED_AS_REQUESTED));
+    Field<JSONB> history = DSL.coalesce(TASK.ERRORS, DSL.inline(JSONB.valueOf("[]")));
+    return tx.with(expired)
+        .update(TASK)
+        .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled))
+            .when(exhausted, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
+        .set(TASK.RUN_AT, DSL.when(ends, TASK.RUN_AT).otherwise(DSL.currentInstant()))
+        .set(TASK.FINISHED_AT, DSL.when(ends, ExecuteQueries.clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
+        .set(TASK.ERRORS, DSL.when(cancel, DSL.function("jsonb_concat", SQLDataType.JSONB,
+                DSL.function("jsonb_concat", SQLDataType.JSONB, history, lost), cancelled))
+            .otherwise(DSL.function("jsonb_concat", SQLDataType.JSONB, history, lost)))
+        .setNull(TASK.LEASE_UNTIL)
+        .where(TASK.ID.in(DSL.select(expired.field(e.ID)).from(expired)))
+        .execute();
+  }
+
+  /** A one-entry error history array for the task row being updated: its attempt and owner, now. */
+  private static Field<JSONB> errorEntry(Field<String> error) {
+    return DSL.function("jsonb_build_array", SQLDataType.JSONB,
         DSL.function("jsonb_build_object", SQLDataType.JSONB,
             DSL.inline("attempt"), TASK.ATTEMPT,
             DSL.inline("at"), ExecuteQueries.clockTimestamp(),
-            DSL.inline("error"), DSL.concat(DSL.inline("worker lost: "), TASK.OWNER,
-                DSL.inline(" stopped renewing its claim (lease expired at "),
-                TASK.LEASE_UNTIL.cast(SQLDataType.CLOB), DSL.inline(")")),
+            DSL.inline("error"), error,
             DSL.inline("worker"), TASK.OWNER));
-    return tx.with(expired)
-        .update(TASK)
-        .set(TASK.STATE, DSL.when(exhausted, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
-        .set(TASK.RUN_AT, DSL.when(exhausted, TASK.RUN_AT).otherwise(DSL.currentInstant()))
-        .set(TASK.FINISHED_AT, DSL.when(exhausted, ExecuteQueries.clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
-        .set(TASK.ERRORS, DSL.function("jsonb_concat", SQLDataType.JSONB,
-            DSL.coalesce(TASK.ERRORS, DSL.inline(JSONB.valueOf("[]"))), entry))
-        .setNull(TASK.LEASE_UNTIL)
-        .where(TASK.ID.in(DSL.select(expired.field(e.ID)).from(expired)))
+  }
+
+  /**
+   * Deletes the cancel requests that no longer stand: their attempt is not running any more (it
+   * completed, ended cancelled, or the task is gone). Locks: the deleted request rows.
+   *
+   * @return the requests deleted
+   */
+  public static int pruneCancelRequests(DSLContext tx) {
+    return tx.deleteFrom(CANCEL_REQUEST)
+        .whereNotExists(DSL.selectOne().from(TASK)
+            .where(TASK.ID.eq(CANCEL_REQUEST.TASK_ID))
+            .and(TASK.ATTEMPT.eq(CANCEL_REQUEST.ATTEMPT))
+            .and(TASK.STATE.eq(DSL.inline(TaskState.running))))
         .execute();
   }
 

@@ -4,6 +4,7 @@
 package dev.pgtask.internal.sql.gen;
 
 
+import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
@@ -42,6 +43,11 @@ public class Pgtask extends SchemaImpl {
      * The reference instance of <code>pgtask</code>
      */
     public static final Pgtask PGTASK = new Pgtask();
+
+    /**
+     * The table <code>pgtask.cancel_request</code>.
+     */
+    public final CancelRequest CANCEL_REQUEST = CancelRequest.CANCEL_REQUEST;
 
     /**
      * kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[]
@@ -194,6 +200,7 @@ public class Pgtask extends SchemaImpl {
     @Override
     public final List<Table<?>> getTables() {
         return Arrays.asList(
+            CancelRequest.CANCEL_REQUEST,
             EnqueueBatch.ENQUEUE_BATCH,
             Health.HEALTH,
             QueueSummary.QUEUE_SUMMARY,

@@ -4,6 +4,7 @@
 package dev.pgtask.internal.sql.gen;
 
 
+import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
@@ -30,6 +31,11 @@ import org.jooq.Result;
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class Tables {
+
+    /**
+     * The table <code>pgtask.cancel_request</code>.
+     */
+    public static final CancelRequest CANCEL_REQUEST = CancelRequest.CANCEL_REQUEST;
 
     /**
      * kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[]

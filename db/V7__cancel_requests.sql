@@ -1,0 +1,46 @@
+-- Durable cancel requests. cancel_task cannot change a task whose row its worker holds locked, so
+-- it asks that worker with a notification. A notification is lost when the worker is not listening
+-- at that moment (its listener is still connecting, or reconnecting), and the task would then run
+-- on as if nobody had asked. The request is therefore also written down here, for the attempt that
+-- was running: the worker reads the requests for its tasks each time its listener (re)connects,
+-- and a run that ends any other way than by completing (its handler fails, it is released, it
+-- snoozes, or its worker dies and the rescue pass finds it) ends the task cancelled instead of
+-- queueing it again. Requests whose attempt is no longer running are deleted by the rescue pass.
+CREATE TABLE pgtask.cancel_request (
+  task_id      bigint      PRIMARY KEY,          -- pgtask.task(id); no FK: retention deletes tasks in bulk
+  attempt      integer     NOT NULL,             -- the attempt that was running when it was asked
+  requested_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE OR REPLACE FUNCTION pgtask.cancel_task(task_id bigint) RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_task pgtask.task;
+BEGIN
+  BEGIN
+    SELECT * INTO v_task FROM pgtask.lock_task_nowait(cancel_task.task_id, 'cancel');
+  EXCEPTION WHEN lock_not_available THEN
+    SELECT * INTO v_task FROM pgtask.task WHERE id = cancel_task.task_id;
+    IF v_task.state = 'running' THEN
+      INSERT INTO pgtask.cancel_request AS r (task_id, attempt) VALUES (v_task.id, v_task.attempt)
+      ON CONFLICT ON CONSTRAINT cancel_request_pkey
+      DO UPDATE SET attempt = excluded.attempt, requested_at = excluded.requested_at;
+      PERFORM pg_notify('pgtask_control', 'cancel ' || v_task.id || ' ' || v_task.attempt);
+      RETURN 'cancel_requested';
+    END IF;
+    RAISE;
+  END;
+  IF v_task.state IN ('completed', 'cancelled', 'discarded') THEN
+    RAISE EXCEPTION 'pgtask: cannot cancel task %: it is already %', cancel_task.task_id, v_task.state
+      USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  UPDATE pgtask.task
+  SET state = 'cancelled', blocked = false, finished_at = clock_timestamp(), lease_until = NULL,
+      errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+        'attempt', attempt, 'at', clock_timestamp(), 'error', 'cancelled', 'worker', owner))
+  WHERE id = cancel_task.task_id;
+  RETURN 'cancelled';
+END
+$$;

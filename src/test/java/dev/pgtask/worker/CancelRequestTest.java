@@ -1,0 +1,180 @@
+package dev.pgtask.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.CancelResult;
+import dev.pgtask.NewTask;
+import dev.pgtask.PgTask;
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.TaskOptions;
+import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.testsupport.Db;
+import dev.pgtask.testsupport.Leaks;
+import dev.pgtask.testsupport.TestDatabase;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A cancellation of a running task is not lost when its worker does not hear the notification:
+ * {@code pgtask.cancel_task} writes the request down, the worker reads it when its listener
+ * connects, and a run that ends any other way than by completing ends the task cancelled.
+ */
+class CancelRequestTest {
+
+  static TestDatabase db;
+  static HikariDataSource pool;
+  static PgTask pgtask;
+  static Db sql;
+  PgTaskWorker worker;
+  // the worker's LISTEN connection is made only once this opens
+  CountDownLatch listenGate;
+  CountDownLatch started;
+  CountDownLatch release;
+  final AtomicBoolean interrupted = new AtomicBoolean();
+  final Set<Long> ran = ConcurrentHashMap.newKeySet();
+
+  @BeforeAll
+  static void setUp() throws Exception {
+    db = TestDatabase.create("cancel_request");
+    pool = db.pool(8);
+    pgtask = PgTask.create(pool);
+    sql = new Db(db);
+    sql.exec("CREATE TABLE effect (task_id bigint)");
+  }
+
+  @AfterAll
+  static void tearDown() {
+    pool.close();
+    db.close();
+  }
+
+  @BeforeEach
+  void startWorkerNotYetListening() throws Exception {
+    sql.exec("DELETE FROM pgtask.task; DELETE FROM pgtask.cancel_request; DELETE FROM effect");
+    listenGate = new CountDownLatch(1);
+    started = new CountDownLatch(1);
+    release = new CountDownLatch(1);
+    worker = PgTaskWorker.builder(pool).concurrency(2).queues("cr").pollInterval(Duration.ofMillis(200))
+        .shutdownTimeout(Duration.ofSeconds(1))
+        .listenConnection(() -> {
+          listenGate.await();
+          return db.connect();
+        })
+        .handler("cr.hold", JsonNode.class, (ctx, p) -> {
+          ran.add(ctx.taskId());
+          try (Statement st = ctx.connection().createStatement()) {
+            st.execute("INSERT INTO effect VALUES (" + ctx.taskId() + ")");
+          }
+          started.countDown();
+          try {
+            release.await(30, TimeUnit.SECONDS);
+          } catch (InterruptedException e) {
+            interrupted.set(true);
+            throw e;
+          }
+          if (p.has("fail")) {
+            throw new IllegalStateException("the handler failed");
+          }
+        })
+        .build().start();
+  }
+
+  @AfterEach
+  void stopWorker() throws Exception {
+    listenGate.countDown();
+    release.countDown();
+    worker.close();
+    Leaks.assertNoAdvisoryLocks(db);
+  }
+
+  private long runningTask(Map<String, ?> payload) throws Exception {
+    long id = pgtask.enqueue(NewTask.of("cr.hold", payload, TaskOptions.defaults().withQueue("cr")));
+    assertThat(started.await(10, TimeUnit.SECONDS)).as("handler started").isTrue();
+    return id;
+  }
+
+  private String state(long id) throws Exception {
+    return sql.text("SELECT state FROM pgtask.tasks WHERE id = " + id);
+  }
+
+  private boolean listening() throws Exception {
+    return sql.count("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgtask listen "
+        + worker.workerId() + "' AND state = 'idle'") == 1;
+  }
+
+  @Test
+  void aCancellationRequestedWhileTheWorkerWasNotListeningIsAppliedWhenItsListenerConnects() throws Exception {
+    long id = runningTask(Map.of());
+    assertThat(listening()).as("the worker's listener connected").isFalse();
+    assertThat(pgtask.cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+    assertThat(sql.text("SELECT task_id || ' ' || attempt FROM pgtask.cancel_request")).as("the request, written down")
+        .isEqualTo(id + " 1");
+    Thread.sleep(500);
+    assertThat(state(id)).as("unheard: the task runs on").isEqualTo("running");
+    assertThat(interrupted.get()).isFalse();
+
+    listenGate.countDown();
+    await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(id)));
+    assertThat(interrupted.get()).as("handler interrupted").isTrue();
+    assertThat(sql.count("SELECT count(*) FROM effect")).as("effects of the cancelled attempt").isZero();
+
+    // the rescue pass deletes requests whose attempt is no longer running
+    worker.runtime().maintenance().rescuePass();
+    assertThat(sql.count("SELECT count(*) FROM pgtask.cancel_request")).as("requests left").isZero();
+  }
+
+  @Test
+  void aRunThatFailsAfterAnUnheardCancellationEndsCancelledInsteadOfRetrying() throws Exception {
+    long id = runningTask(Map.of("fail", true));
+    assertThat(pgtask.cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+    release.countDown(); // the handler throws; the worker never heard the request
+    await().atMost(Duration.ofSeconds(10)).until(() -> !"running".equals(state(id)));
+    assertThat(state(id)).isEqualTo("cancelled");
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND finished_at IS NOT NULL")).isEqualTo(1);
+    assertThat(sql.text("SELECT string_agg(e ->> 'error', ' | ' ORDER BY ord) FROM pgtask.task, "
+        + "jsonb_array_elements(errors) WITH ORDINALITY AS x(e, ord) WHERE id = " + id))
+        .as("the error history").contains("the handler failed").endsWith(ExecuteQueries.CANCELLED_AS_REQUESTED);
+    assertThat(worker.stats().cancelled()).as("counted as cancelled").isEqualTo(1);
+    assertThat(worker.stats().retried()).as("counted as retried").isZero();
+  }
+
+  @Test
+  void aTaskReleasedAtShutdownAfterAnUnheardCancellationEndsCancelled() throws Exception {
+    long id = runningTask(Map.of());
+    assertThat(pgtask.cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+    worker.close(); // interrupts the handler after the shutdown timeout and releases the task
+    assertThat(state(id)).isEqualTo("cancelled");
+    assertThat(sql.count("SELECT count(*) FROM effect")).isZero();
+  }
+
+  @Test
+  void aCancellationThatArrivesBeforeItsTaskIsClaimedHereIsAppliedWhenTheClaimIs() throws Exception {
+    listenGate.countDown();
+    await().atMost(Duration.ofSeconds(10)).until(this::listening);
+    TaskOptions soon = TaskOptions.defaults().withQueue("cr").withDelay(Duration.ofSeconds(1));
+    long cancelled = pgtask.enqueue(NewTask.of("cr.hold", Map.of(), soon));
+    long otherAttempt = pgtask.enqueue(NewTask.of("cr.hold", Map.of(), soon));
+    // as when the claim-and-start's re-lock lets cancel_task's notification in before the claim's answer
+    assertThat(worker.runtime().executor().cancel(cancelled, 1)).as("known here").isFalse();
+    assertThat(worker.runtime().executor().cancel(otherAttempt, 2)).isFalse();
+    release.countDown();
+    await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(cancelled))
+        && "completed".equals(state(otherAttempt)));
+    assertThat(ran).as("handlers that ran").containsExactly(otherAttempt);
+  }
+}
