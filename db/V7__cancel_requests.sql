@@ -44,3 +44,22 @@ BEGIN
   RETURN 'cancelled';
 END
 $$;
+
+-- pgtask.running shows a cancellation asked of the running attempt and not yet carried out.
+CREATE OR REPLACE VIEW pgtask.running AS
+SELECT t.id AS task_id, t.kind, t.queue, tn.name AS tenant, t.owner AS worker, a.pid AS backend_pid,
+       coalesce(a.xact_start, t.attempted_at) AS started_at,
+       greatest(clock_timestamp() - coalesce(a.xact_start, t.attempted_at), interval '0') AS running_for,
+       EXISTS (
+         SELECT 1 FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.granted AND l.pid = a.pid AND l.objsubid = 2
+           AND l.classid = pgtask.lock_namespace_oid() AND l.objid = t.tenant_id::text::oid) AS holds_tenant_lock,
+       (SELECT r.requested_at FROM pgtask.cancel_request r
+        WHERE r.task_id = t.id AND r.attempt = t.attempt) AS cancel_requested_at
+FROM pgtask.task t
+LEFT JOIN pgtask.tenant tn ON tn.id = t.tenant_id
+LEFT JOIN pg_stat_activity a
+  ON a.datname = current_database()
+ AND a.application_name LIKE 'pgtask task %'
+ AND split_part(a.application_name, ' ', 3) = t.id::text
+WHERE t.state = 'running';

@@ -174,7 +174,7 @@ public final class PgTask {
   /**
    * Cancels a task. A queued task is cancelled at once ({@link CancelResult#CANCELLED}); for a
    * running task its worker is told to interrupt the handler and roll back
-   * ({@link CancelResult#CANCEL_REQUESTED}).
+   * ({@link CancelResult#CANCEL_REQUESTED}, which says what happens when the worker cannot hear it).
    *
    * @throws TaskNotFoundException no such task
    * @throws TaskStateException the task is already finished

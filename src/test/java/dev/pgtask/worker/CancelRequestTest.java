@@ -124,14 +124,17 @@ class CancelRequestTest {
     assertThat(pgtask.cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
     assertThat(sql.text("SELECT task_id || ' ' || attempt FROM pgtask.cancel_request")).as("the request, written down")
         .isEqualTo(id + " 1");
-    Thread.sleep(500);
-    assertThat(state(id)).as("unheard: the task runs on").isEqualTo("running");
-    assertThat(interrupted.get()).isFalse();
+    assertThat(sql.count("SELECT count(*) FROM pgtask.running WHERE task_id = " + id + " AND cancel_requested_at IS NOT NULL"))
+        .as("shown by pgtask.running").isEqualTo(1);
+    // unheard: the task runs on
+    await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2))
+        .until(() -> "running".equals(state(id)) && !interrupted.get());
 
     listenGate.countDown();
     await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(id)));
     assertThat(interrupted.get()).as("handler interrupted").isTrue();
     assertThat(sql.count("SELECT count(*) FROM effect")).as("effects of the cancelled attempt").isZero();
+    assertThat(sql.count("SELECT count(*) FROM pgtask.running")).isZero();
 
     // the rescue pass deletes requests whose attempt is no longer running
     worker.runtime().maintenance().rescuePass();

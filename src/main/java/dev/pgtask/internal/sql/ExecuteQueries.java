@@ -303,16 +303,10 @@ public final class ExecuteQueries {
    */
   public static TaskState release(DSLContext dsl, Fence f, Duration delay) {
     Condition cancel = cancelRequested();
-    var q = dsl.update(TASK)
-        .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled)).otherwise(DSL.inline(TaskState.available)))
-        .set(TASK.ATTEMPT, DSL.when(cancel, TASK.ATTEMPT).otherwise(TASK.ATTEMPT.minus(1)))
-        .set(TASK.OWNER, DSL.when(cancel, TASK.OWNER).otherwise(DSL.inline((String) null)))
-        .set(TASK.FINISHED_AT, DSL.when(cancel, clockTimestamp()).otherwise(TASK.FINISHED_AT))
-        .set(TASK.ERRORS, DSL.when(cancel, appendError(f, CANCELLED_AS_REQUESTED)).otherwise(TASK.ERRORS))
-        .setNull(TASK.LEASE_UNTIL);
+    var q = backInTheQueue(dsl, f, cancel)
+        .set(TASK.ATTEMPT, DSL.when(cancel, TASK.ATTEMPT).otherwise(TASK.ATTEMPT.minus(1)));
     if (!delay.isZero()) {
-      q = q.set(TASK.RUN_AT, DSL.when(cancel, TASK.RUN_AT)
-          .otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay)))));
+      q = q.set(TASK.RUN_AT, later(cancel, delay));
     }
     var r = q.where(fenced(f)).returning(TASK.STATE).fetchOne();
     return r == null ? null : r.getState();
@@ -326,19 +320,32 @@ public final class ExecuteQueries {
    */
   public static TaskState snooze(DSLContext dsl, Fence f, Duration delay) {
     Condition cancel = cancelRequested();
-    var r = dsl.update(TASK)
-        .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled)).otherwise(DSL.inline(TaskState.available)))
+    var r = backInTheQueue(dsl, f, cancel)
         .set(TASK.MAX_ATTEMPTS, DSL.when(cancel, TASK.MAX_ATTEMPTS).otherwise(TASK.MAX_ATTEMPTS.plus(1)))
-        .set(TASK.RUN_AT, DSL.when(cancel, TASK.RUN_AT)
-            .otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay)))))
-        .set(TASK.OWNER, DSL.when(cancel, TASK.OWNER).otherwise(DSL.inline((String) null)))
-        .set(TASK.FINISHED_AT, DSL.when(cancel, clockTimestamp()).otherwise(TASK.FINISHED_AT))
-        .set(TASK.ERRORS, DSL.when(cancel, appendError(f, CANCELLED_AS_REQUESTED)).otherwise(TASK.ERRORS))
-        .setNull(TASK.LEASE_UNTIL)
+        .set(TASK.RUN_AT, later(cancel, delay))
         .where(fenced(f))
         .returning(TASK.STATE)
         .fetchOne();
     return r == null ? null : r.getState();
+  }
+
+  /**
+   * What a release and a snooze set alike: available again, without an owner or lease; or, when
+   * {@code cancel} holds, cancelled now with the request's entry in the error history.
+   */
+  private static org.jooq.UpdateSetMoreStep<dev.pgtask.internal.sql.gen.tables.records.TaskRecord> backInTheQueue(
+      DSLContext dsl, Fence f, Condition cancel) {
+    return dsl.update(TASK)
+        .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled)).otherwise(DSL.inline(TaskState.available)))
+        .set(TASK.OWNER, DSL.when(cancel, TASK.OWNER).otherwise(DSL.inline((String) null)))
+        .set(TASK.FINISHED_AT, DSL.when(cancel, clockTimestamp()).otherwise(TASK.FINISHED_AT))
+        .set(TASK.ERRORS, DSL.when(cancel, appendError(f, CANCELLED_AS_REQUESTED)).otherwise(TASK.ERRORS))
+        .setNull(TASK.LEASE_UNTIL);
+  }
+
+  /** {@code delay} from now on the database clock, or run_at unchanged when {@code cancel} holds. */
+  private static Field<java.time.Instant> later(Condition cancel, Duration delay) {
+    return DSL.when(cancel, TASK.RUN_AT).otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay))));
   }
 
   /** Marks a running task cancelled (its handler was stopped). Locks: the task row. */

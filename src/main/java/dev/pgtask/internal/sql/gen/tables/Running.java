@@ -94,6 +94,11 @@ public class Running extends TableImpl<RunningRecord> {
      */
     public final TableField<RunningRecord, Boolean> HOLDS_TENANT_LOCK = createField(DSL.name("holds_tenant_lock"), SQLDataType.BOOLEAN, this, "");
 
+    /**
+     * The column <code>pgtask.running.cancel_requested_at</code>.
+     */
+    public final TableField<RunningRecord, Instant> CANCEL_REQUESTED_AT = createField(DSL.name("cancel_requested_at"), SQLDataType.INSTANT, this, "");
+
     private Running(Name alias, Table<RunningRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }
@@ -110,7 +115,10 @@ public class Running extends TableImpl<RunningRecord> {
           GREATEST((clock_timestamp() - COALESCE(a.xact_start, t.attempted_at)), '00:00:00'::interval) AS running_for,
           (EXISTS ( SELECT 1
                  FROM pg_locks l
-                WHERE ((l.locktype = 'advisory'::text) AND l.granted AND (l.pid = a.pid) AND (l.objsubid = 2) AND (l.classid = pgtask.lock_namespace_oid()) AND (l.objid = ((t.tenant_id)::text)::oid)))) AS holds_tenant_lock
+                WHERE ((l.locktype = 'advisory'::text) AND l.granted AND (l.pid = a.pid) AND (l.objsubid = 2) AND (l.classid = pgtask.lock_namespace_oid()) AND (l.objid = ((t.tenant_id)::text)::oid)))) AS holds_tenant_lock,
+          ( SELECT r.requested_at
+                 FROM pgtask.cancel_request r
+                WHERE ((r.task_id = t.id) AND (r.attempt = t.attempt))) AS cancel_requested_at
          FROM ((pgtask.task t
            LEFT JOIN pgtask.tenant tn ON ((tn.id = t.tenant_id)))
            LEFT JOIN pg_stat_activity a ON (((a.datname = current_database()) AND (a.application_name ~~ 'pgtask task %'::text) AND (split_part(a.application_name, ' '::text, 3) = (t.id)::text))))

@@ -155,6 +155,21 @@ public class RunningRecord extends TableRecordImpl<RunningRecord> {
         return (Boolean) get(8);
     }
 
+    /**
+     * Setter for <code>pgtask.running.cancel_requested_at</code>.
+     */
+    public RunningRecord setCancelRequestedAt(Instant value) {
+        set(9, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.running.cancel_requested_at</code>.
+     */
+    public Instant getCancelRequestedAt() {
+        return (Instant) get(9);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -169,7 +184,7 @@ public class RunningRecord extends TableRecordImpl<RunningRecord> {
     /**
      * Create a detached, initialised RunningRecord
      */
-    public RunningRecord(Long taskId, String kind, String queue, String tenant, String worker, Integer backendPid, Instant startedAt, YearToSecond runningFor, Boolean holdsTenantLock) {
+    public RunningRecord(Long taskId, String kind, String queue, String tenant, String worker, Integer backendPid, Instant startedAt, YearToSecond runningFor, Boolean holdsTenantLock, Instant cancelRequestedAt) {
         super(Running.RUNNING);
 
         setTaskId(taskId);
@@ -181,6 +196,7 @@ public class RunningRecord extends TableRecordImpl<RunningRecord> {
         setStartedAt(startedAt);
         setRunningFor(runningFor);
         setHoldsTenantLock(holdsTenantLock);
+        setCancelRequestedAt(cancelRequestedAt);
         resetChangedOnNotNull();
     }
 }
