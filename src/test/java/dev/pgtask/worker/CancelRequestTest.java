@@ -4,16 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.CancelResult;
 import dev.pgtask.NewTask;
-import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.sql.ExecuteQueries;
-import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.Leaks;
-import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -23,11 +20,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A cancellation of a running task is not lost when its worker does not hear the notification:
@@ -36,10 +32,10 @@ import org.junit.jupiter.api.Test;
  */
 class CancelRequestTest {
 
-  static TestDatabase db;
-  static HikariDataSource pool;
-  static PgTask pgtask;
-  static Db sql;
+  @RegisterExtension
+  static final QueueDatabase queue =
+      new QueueDatabase("cancel_request", 8, "CREATE TABLE effect (task_id bigint)");
+
   PgTaskWorker worker;
   // the worker's LISTEN connection is made only once this opens
   CountDownLatch listenGate;
@@ -48,32 +44,17 @@ class CancelRequestTest {
   final AtomicBoolean interrupted = new AtomicBoolean();
   final Set<Long> ran = ConcurrentHashMap.newKeySet();
 
-  @BeforeAll
-  static void setUp() throws Exception {
-    db = TestDatabase.create("cancel_request");
-    pool = db.pool(8);
-    pgtask = PgTask.create(pool);
-    sql = new Db(db);
-    sql.exec("CREATE TABLE effect (task_id bigint)");
-  }
-
-  @AfterAll
-  static void tearDown() {
-    pool.close();
-    db.close();
-  }
-
   @BeforeEach
   void startWorkerNotYetListening() throws Exception {
-    sql.exec("DELETE FROM pgtask.task; DELETE FROM pgtask.cancel_request; DELETE FROM effect");
+    queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM pgtask.cancel_request; DELETE FROM effect");
     listenGate = new CountDownLatch(1);
     started = new CountDownLatch(1);
     release = new CountDownLatch(1);
-    worker = PgTaskWorker.builder(pool).concurrency(2).queues("cr").pollInterval(Duration.ofMillis(200))
+    worker = PgTaskWorker.builder(queue.pool()).concurrency(2).queues("cr").pollInterval(Duration.ofMillis(200))
         .shutdownTimeout(Duration.ofSeconds(1))
         .listenConnection(() -> {
           listenGate.await();
-          return db.connect();
+          return queue.database().connect();
         })
         .handler("cr.hold", JsonNode.class, (ctx, p) -> {
           ran.add(ctx.taskId());
@@ -99,21 +80,21 @@ class CancelRequestTest {
     listenGate.countDown();
     release.countDown();
     worker.close();
-    Leaks.assertNoAdvisoryLocks(db);
+    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   private long runningTask(Map<String, ?> payload) throws Exception {
-    long id = pgtask.enqueue(NewTask.of("cr.hold", payload, TaskOptions.defaults().withQueue("cr")));
+    long id = queue.pgtask().enqueue(NewTask.of("cr.hold", payload, TaskOptions.defaults().withQueue("cr")));
     assertThat(started.await(10, TimeUnit.SECONDS)).as("handler started").isTrue();
     return id;
   }
 
   private String state(long id) throws Exception {
-    return sql.text("SELECT state FROM pgtask.tasks WHERE id = " + id);
+    return queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id);
   }
 
   private boolean listening() throws Exception {
-    return sql.count("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgtask listen "
+    return queue.sql().count("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgtask listen "
         + worker.workerId() + "' AND state = 'idle'") == 1;
   }
 
@@ -121,10 +102,10 @@ class CancelRequestTest {
   void aCancellationRequestedWhileTheWorkerWasNotListeningIsAppliedWhenItsListenerConnects() throws Exception {
     long id = runningTask(Map.of());
     assertThat(listening()).as("the worker's listener connected").isFalse();
-    assertThat(pgtask.cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
-    assertThat(sql.text("SELECT task_id || ' ' || attempt FROM pgtask.cancel_request")).as("the request, written down")
+    assertThat(queue.pgtask().cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+    assertThat(queue.sql().text("SELECT task_id || ' ' || attempt FROM pgtask.cancel_request")).as("the request, written down")
         .isEqualTo(id + " 1");
-    assertThat(sql.count("SELECT count(*) FROM pgtask.running WHERE task_id = " + id + " AND cancel_requested_at IS NOT NULL"))
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.running WHERE task_id = " + id + " AND cancel_requested_at IS NOT NULL"))
         .as("shown by pgtask.running").isEqualTo(1);
     // unheard: the task runs on
     await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2))
@@ -133,23 +114,23 @@ class CancelRequestTest {
     listenGate.countDown();
     await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(id)));
     assertThat(interrupted.get()).as("handler interrupted").isTrue();
-    assertThat(sql.count("SELECT count(*) FROM effect")).as("effects of the cancelled attempt").isZero();
-    assertThat(sql.count("SELECT count(*) FROM pgtask.running")).isZero();
+    assertThat(queue.sql().count("SELECT count(*) FROM effect")).as("effects of the cancelled attempt").isZero();
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.running")).isZero();
 
     // the rescue pass deletes requests whose attempt is no longer running
     worker.runtime().maintenance().rescuePass();
-    assertThat(sql.count("SELECT count(*) FROM pgtask.cancel_request")).as("requests left").isZero();
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.cancel_request")).as("requests left").isZero();
   }
 
   @Test
   void aRunThatFailsAfterAnUnheardCancellationEndsCancelledInsteadOfRetrying() throws Exception {
     long id = runningTask(Map.of("fail", true));
-    assertThat(pgtask.cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+    assertThat(queue.pgtask().cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
     release.countDown(); // the handler throws; the worker never heard the request
     await().atMost(Duration.ofSeconds(10)).until(() -> !"running".equals(state(id)));
     assertThat(state(id)).isEqualTo("cancelled");
-    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND finished_at IS NOT NULL")).isEqualTo(1);
-    assertThat(sql.text("SELECT string_agg(e ->> 'error', ' | ' ORDER BY ord) FROM pgtask.task, "
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND finished_at IS NOT NULL")).isEqualTo(1);
+    assertThat(queue.sql().text("SELECT string_agg(e ->> 'error', ' | ' ORDER BY ord) FROM pgtask.task, "
         + "jsonb_array_elements(errors) WITH ORDINALITY AS x(e, ord) WHERE id = " + id))
         .as("the error history").contains("the handler failed").endsWith(ExecuteQueries.CANCELLED_AS_REQUESTED);
     assertThat(worker.stats().cancelled()).as("counted as cancelled").isEqualTo(1);
@@ -159,10 +140,10 @@ class CancelRequestTest {
   @Test
   void aTaskReleasedAtShutdownAfterAnUnheardCancellationEndsCancelled() throws Exception {
     long id = runningTask(Map.of());
-    assertThat(pgtask.cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+    assertThat(queue.pgtask().cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
     worker.close(); // interrupts the handler after the shutdown timeout and releases the task
     assertThat(state(id)).isEqualTo("cancelled");
-    assertThat(sql.count("SELECT count(*) FROM effect")).isZero();
+    assertThat(queue.sql().count("SELECT count(*) FROM effect")).isZero();
   }
 
   @Test
@@ -170,8 +151,8 @@ class CancelRequestTest {
     listenGate.countDown();
     await().atMost(Duration.ofSeconds(10)).until(this::listening);
     TaskOptions soon = TaskOptions.defaults().withQueue("cr").withDelay(Duration.ofSeconds(1));
-    long cancelled = pgtask.enqueue(NewTask.of("cr.hold", Map.of(), soon));
-    long otherAttempt = pgtask.enqueue(NewTask.of("cr.hold", Map.of(), soon));
+    long cancelled = queue.pgtask().enqueue(NewTask.of("cr.hold", Map.of(), soon));
+    long otherAttempt = queue.pgtask().enqueue(NewTask.of("cr.hold", Map.of(), soon));
     // as when the claim-and-start's re-lock lets cancel_task's notification in before the claim's answer
     assertThat(worker.runtime().executor().cancel(cancelled, 1)).as("known here").isFalse();
     assertThat(worker.runtime().executor().cancel(otherAttempt, 2)).isFalse();

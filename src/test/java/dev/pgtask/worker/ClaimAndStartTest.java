@@ -4,15 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
-import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.Leaks;
-import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -21,10 +18,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A claim into an idle worker also starts its head (the first transactional task it
@@ -36,28 +32,12 @@ import org.junit.jupiter.api.Test;
  */
 class ClaimAndStartTest {
 
-  static TestDatabase db;
-  static HikariDataSource pool;
-  static PgTask pgtask;
-  static Db sql;
-
-  @BeforeAll
-  static void setUp() {
-    db = TestDatabase.create("claimstart");
-    pool = db.pool(6);
-    pgtask = PgTask.create(pool);
-    sql = new Db(db);
-  }
-
-  @AfterAll
-  static void tearDown() {
-    pool.close();
-    db.close();
-  }
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("claimstart", 6);
 
   @BeforeEach
   void empty() throws SQLException {
-    sql.exec("DELETE FROM pgtask.task");
+    queue.sql().exec("DELETE FROM pgtask.task");
   }
 
   /** What a handler saw of its own transaction and of its task from outside. */
@@ -76,7 +56,7 @@ class ClaimAndStartTest {
       app = rs.getString(2);
       timeout = rs.getString(3);
     }
-    try (Connection other = db.connect(); Statement st = other.createStatement()) {
+    try (Connection other = queue.database().connect(); Statement st = other.createStatement()) {
       other.setAutoCommit(false);
       String state;
       int attempt;
@@ -99,8 +79,8 @@ class ClaimAndStartTest {
   @Test
   void anIdleWorkersClaimStartsItsHeadOnTheClaimingConnection() throws Exception {
     Map<Long, Seen> seen = new ConcurrentHashMap<>();
-    long id = pgtask.enqueue(NewTask.of("start.tx", null, TaskOptions.defaults().withTenant("acme")));
-    try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2)
+    long id = queue.pgtask().enqueue(NewTask.of("start.tx", null, TaskOptions.defaults().withTenant("acme")));
+    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
         .handler("start.tx", JsonNode.class, (ctx, p) -> seen.put(ctx.taskId(), look(ctx.connection(), ctx.taskId())),
             HandlerOptions.defaults().withTimeout(Duration.ofSeconds(20)))
         .build().start()) {
@@ -113,10 +93,10 @@ class ClaimAndStartTest {
       assertThat(s.applicationName()).isEqualTo("pgtask task " + id + " " + worker.workerId());
       // the kind's timeout, 20 s, plus max(5 s, 10 %)
       assertThat(s.statementTimeout()).isEqualTo("25s");
-      await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(sql.text("SELECT state FROM pgtask.task WHERE id = " + id)));
+      await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.task WHERE id = " + id)));
     }
-    Leaks.assertNoAdvisoryLocks(db);
-    Leaks.assertPoolConnectionsClean(pool, 6);
+    Leaks.assertNoAdvisoryLocks(queue.database());
+    Leaks.assertPoolConnectionsClean(queue.pool(), 6);
   }
 
   @Test
@@ -124,9 +104,9 @@ class ClaimAndStartTest {
     Map<Long, Seen> seen = new ConcurrentHashMap<>();
     Map<Long, Boolean> plainRan = new ConcurrentHashMap<>();
     // claimed together, the plain task first in claim order (higher priority)
-    long plain = pgtask.enqueue(NewTask.of("start.plain", null, TaskOptions.defaults().withPriority(-1)));
-    long tx = pgtask.enqueue(NewTask.of("start.tx", null));
-    try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2)
+    long plain = queue.pgtask().enqueue(NewTask.of("start.plain", null, TaskOptions.defaults().withPriority(-1)));
+    long tx = queue.pgtask().enqueue(NewTask.of("start.tx", null));
+    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
         .handler("start.tx", JsonNode.class, (ctx, p) -> seen.put(ctx.taskId(), look(ctx.connection(), ctx.taskId())))
         .handler("start.plain", JsonNode.class, (ctx, p) -> plainRan.put(ctx.taskId(), true),
             HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
@@ -134,25 +114,25 @@ class ClaimAndStartTest {
       await().atMost(Duration.ofSeconds(10)).until(() -> seen.containsKey(tx) && plainRan.containsKey(plain));
       assertThat(seen.get(tx).handOver()).isEqualTo("{\"" + tx + "\": 1}");
       assertThat(seen.get(tx).rowLockedForOthers()).isTrue();
-      await().atMost(Duration.ofSeconds(10)).until(() -> sql.count(
+      await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
           "SELECT count(*) FROM pgtask.task WHERE state = 'completed' AND id IN (" + plain + ", " + tx + ")") == 2);
     }
-    Leaks.assertPoolConnectionsClean(pool, 6);
+    Leaks.assertPoolConnectionsClean(queue.pool(), 6);
   }
 
   @Test
   void aHeadWhoseTenantIsBusyIsPutBackWithoutSpendingAnAttempt() throws Exception {
     Map<Long, Seen> seen = new ConcurrentHashMap<>();
-    long id = pgtask.enqueue(NewTask.of("start.tx", null, TaskOptions.defaults().withTenant("busy")));
-    int tenant = (int) sql.count("SELECT tenant_id FROM pgtask.task WHERE id = " + id);
-    try (Connection holder = db.connect(); Statement st = holder.createStatement()) {
+    long id = queue.pgtask().enqueue(NewTask.of("start.tx", null, TaskOptions.defaults().withTenant("busy")));
+    int tenant = (int) queue.sql().count("SELECT tenant_id FROM pgtask.task WHERE id = " + id);
+    try (Connection holder = queue.database().connect(); Statement st = holder.createStatement()) {
       holder.setAutoCommit(false);
       st.execute("SELECT pg_advisory_xact_lock(lock_namespace, " + tenant + ") FROM pgtask.settings");
-      try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2)
+      try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
           .tenantDeferDelay(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(500))
           .handler("start.tx", JsonNode.class, (ctx, p) -> seen.put(ctx.taskId(), look(ctx.connection(), ctx.taskId())))
           .build().start()) {
-        await().atMost(Duration.ofSeconds(10)).until(() -> sql.count(
+        await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
             "SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND state = 'available' AND run_at > now()") == 1);
         assertThat(seen).as("handlers run while the tenant's lock is held elsewhere").isEmpty();
         holder.rollback();
@@ -160,28 +140,28 @@ class ClaimAndStartTest {
         assertThat(seen.get(id).attemptSeenByOthers()).as("attempt of the run after the deferral").isEqualTo(1);
       }
     }
-    Leaks.assertNoAdvisoryLocks(db);
-    Leaks.assertPoolConnectionsClean(pool, 6);
+    Leaks.assertNoAdvisoryLocks(queue.database());
+    Leaks.assertPoolConnectionsClean(queue.pool(), 6);
   }
 
   @Test
   void manyClaimsInARowLeaveNoTransactionOpen() throws Exception {
     int n = 200;
     Map<Long, Boolean> done = new ConcurrentHashMap<>();
-    try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(3)
+    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(3)
         .handler("start.tx", JsonNode.class, (ctx, p) -> done.put(ctx.taskId(), true))
         .build().start()) {
       for (int i = 0; i < n; i++) {
-        pgtask.enqueue(NewTask.of("start.tx", Map.of("i", i), TaskOptions.defaults().withTenant("t" + (i % 5))));
+        queue.pgtask().enqueue(NewTask.of("start.tx", Map.of("i", i), TaskOptions.defaults().withTenant("t" + (i % 5))));
       }
       await().atMost(Duration.ofSeconds(60)).until(() -> done.size() == n);
-      await().atMost(Duration.ofSeconds(10)).until(() -> sql.count(
+      await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
           "SELECT count(*) FROM pgtask.task WHERE state = 'completed'") == n);
     }
-    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE attempt <> 1")).as("tasks run more than once").isZero();
-    assertThat(sql.rows("SELECT state FROM pg_stat_activity WHERE datname = current_database() "
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE attempt <> 1")).as("tasks run more than once").isZero();
+    assertThat(queue.sql().rows("SELECT state FROM pg_stat_activity WHERE datname = current_database() "
         + "AND state LIKE 'idle in transaction%'")).as("sessions left in a transaction").isEmpty();
-    Leaks.assertNoAdvisoryLocks(db);
-    Leaks.assertPoolConnectionsClean(pool, 6);
+    Leaks.assertNoAdvisoryLocks(queue.database());
+    Leaks.assertPoolConnectionsClean(queue.pool(), 6);
   }
 }

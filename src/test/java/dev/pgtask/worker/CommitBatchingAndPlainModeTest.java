@@ -3,17 +3,14 @@ package dev.pgtask.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
-import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.maintenance.Maintenance;
-import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.Leaks;
-import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,39 +18,23 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Commit batching keeps each task atomic; plain mode runs without a transaction and stays fenced. */
 class CommitBatchingAndPlainModeTest {
 
-  static TestDatabase db;
-  static HikariDataSource pool;
-  static PgTask pgtask;
-  static Db sql;
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("batching", 10,
+      "CREATE TABLE effect (task_id bigint, attempt int, tenant text, started_at timestamptz, finished_at timestamptz)");
+
   PgTaskWorker worker;
-
-  @BeforeAll
-  static void setUp() throws Exception {
-    db = TestDatabase.create("batching");
-    pool = db.pool(10);
-    pgtask = PgTask.create(pool);
-    sql = new Db(db);
-    sql.exec("CREATE TABLE effect (task_id bigint, attempt int, tenant text, started_at timestamptz, finished_at timestamptz)");
-  }
-
-  @AfterAll
-  static void tearDown() {
-    pool.close();
-    db.close();
-  }
 
   @BeforeEach
   void clean() throws Exception {
-    sql.exec("DELETE FROM pgtask.task; DELETE FROM effect");
+    queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM effect");
   }
 
   @AfterEach
@@ -61,13 +42,13 @@ class CommitBatchingAndPlainModeTest {
     if (worker != null) {
       worker.close();
     }
-    Leaks.assertNoAdvisoryLocks(db);
-    Leaks.assertPoolConnectionsClean(pool, 4);
+    Leaks.assertNoAdvisoryLocks(queue.database());
+    Leaks.assertPoolConnectionsClean(queue.pool(), 4);
   }
 
   @Test
   void batchedCommitsKeepEachTaskAtomicAndTenantsExclusive() throws Exception {
-    worker = PgTaskWorker.builder(pool).concurrency(4).prefetch(100).commitBatch(16, Duration.ofMillis(100))
+    worker = PgTaskWorker.builder(queue.pool()).concurrency(4).prefetch(100).commitBatch(16, Duration.ofMillis(100))
         .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
         .handler("test.effect", (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
@@ -85,14 +66,14 @@ class CommitBatchingAndPlainModeTest {
       TaskOptions o = i % 3 == 0 ? TaskOptions.defaults() : TaskOptions.defaults().withTenant("t" + (i % 10));
       tasks.add(NewTask.of("test.effect", null, o));
     }
-    pgtask.enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(60)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 600);
-    assertThat(sql.count("SELECT count(*) FROM effect")).as("one effect per task: failed attempts rolled back to their savepoint").isEqualTo(600);
-    assertThat(sql.count("SELECT count(*) FROM effect e JOIN pgtask.task t ON t.id = e.task_id WHERE e.attempt <> t.attempt"))
+    queue.pgtask().enqueueAll(tasks);
+    await().atMost(Duration.ofSeconds(60)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 600);
+    assertThat(queue.sql().count("SELECT count(*) FROM effect")).as("one effect per task: failed attempts rolled back to their savepoint").isEqualTo(600);
+    assertThat(queue.sql().count("SELECT count(*) FROM effect e JOIN pgtask.task t ON t.id = e.task_id WHERE e.attempt <> t.attempt"))
         .as("effects from attempts that did not complete").isZero();
-    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE id % 7 = 0 AND (attempt <> 2 OR jsonb_array_length(errors) <> 1)"))
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE id % 7 = 0 AND (attempt <> 2 OR jsonb_array_length(errors) <> 1)"))
         .as("every 7th task: one recorded failure, then success").isZero();
-    assertThat(sql.count("SELECT count(*) FROM effect a JOIN effect b ON a.tenant = b.tenant AND a.task_id < b.task_id "
+    assertThat(queue.sql().count("SELECT count(*) FROM effect a JOIN effect b ON a.tenant = b.tenant AND a.task_id < b.task_id "
         + "AND tstzrange(a.started_at, a.finished_at) && tstzrange(b.started_at, b.finished_at)"))
         .as("overlapping executions of one tenant").isZero();
   }
@@ -101,7 +82,7 @@ class CommitBatchingAndPlainModeTest {
   void aBatchLockedAheadNamesEachTaskWhileItRunsAndGivesBackWhatItDidNotRunOnShutdown() throws Exception {
     List<String> names = java.util.Collections.synchronizedList(new ArrayList<>());
     java.util.concurrent.CountDownLatch firstStarted = new java.util.concurrent.CountDownLatch(1);
-    worker = PgTaskWorker.builder(pool).concurrency(1).prefetch(40).commitBatch(32, Duration.ofSeconds(30))
+    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(40).commitBatch(32, Duration.ofSeconds(30))
         .shutdownTimeout(Duration.ofSeconds(10))
         .handler("test.named", (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement();
@@ -116,7 +97,7 @@ class CommitBatchingAndPlainModeTest {
     for (int i = 0; i < 30; i++) {
       tasks.add(NewTask.of("test.named", null));
     }
-    pgtask.enqueueAll(tasks);
+    queue.pgtask().enqueueAll(tasks);
     assertThat(firstStarted.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
     Thread.sleep(250);
     worker.close();
@@ -125,9 +106,9 @@ class CommitBatchingAndPlainModeTest {
     assertThat(names).as("application_name seen by each handler").isNotEmpty()
         .allSatisfy(n -> assertThat(n.substring(n.indexOf('=') + 1))
             .startsWith("pgtask task " + n.substring(0, n.indexOf('=')) + " "));
-    long completed = sql.count("SELECT count(*) FROM pgtask.task WHERE state = 'completed'");
+    long completed = queue.sql().count("SELECT count(*) FROM pgtask.task WHERE state = 'completed'");
     assertThat(completed).as("tasks whose handler ran before the shutdown").isEqualTo(names.size());
-    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE state = 'available' AND attempt = 0 AND owner IS NULL"))
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE state = 'available' AND attempt = 0 AND owner IS NULL"))
         .as("tasks locked ahead in the batch but not run: given back, attempt not spent").isEqualTo(30 - completed);
   }
 
@@ -144,27 +125,27 @@ class CommitBatchingAndPlainModeTest {
         seen.put(ctx.taskId(), rs.getString(1));
       }
     };
-    worker = PgTaskWorker.builder(pool).concurrency(1).prefetch(100).commitBatch(16, Duration.ofSeconds(5))
+    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(100).commitBatch(16, Duration.ofSeconds(5))
         .handler("test.setting", readAndSet)
         .build();
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 40; i++) {
       tasks.add(NewTask.of("test.setting", null));
     }
-    pgtask.enqueueAll(tasks);
+    queue.pgtask().enqueueAll(tasks);
     worker.start();
-    await().atMost(Duration.ofSeconds(30)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 40);
+    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 40);
     assertThat(seen.values()).as("tasks that saw the previous task's setting").filteredOn(v -> !v.isEmpty()).isNotEmpty();
     // without batching every task starts clean
     worker.close();
     seen.clear();
-    sql.exec("DELETE FROM pgtask.task");
-    worker = PgTaskWorker.builder(pool).concurrency(1).prefetch(100)
+    queue.sql().exec("DELETE FROM pgtask.task");
+    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(100)
         .handler("test.setting", readAndSet)
         .build();
-    pgtask.enqueueAll(tasks);
+    queue.pgtask().enqueueAll(tasks);
     worker.start();
-    await().atMost(Duration.ofSeconds(30)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 40);
+    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 40);
     assertThat(seen.values()).as("settings seen without batching").allMatch(String::isEmpty);
   }
 
@@ -172,7 +153,7 @@ class CommitBatchingAndPlainModeTest {
   void plainModeRunsWithoutATransactionCompletesInBatchesAndKeepsLeasesAlive() throws Exception {
     Set<String> seen = ConcurrentHashMap.newKeySet();
     AtomicReference<String> tenantConnection = new AtomicReference<>();
-    worker = PgTaskWorker.builder(pool).concurrency(4).leaseDuration(Duration.ofMillis(600))
+    worker = PgTaskWorker.builder(queue.pool()).concurrency(4).leaseDuration(Duration.ofMillis(600))
         .handler("test.plain", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           if (ctx.tenant() != null) {
             tenantConnection.set(ctx.connection().getMetaData().getURL());
@@ -193,22 +174,22 @@ class CommitBatchingAndPlainModeTest {
     for (int i = 0; i < 1_000; i++) {
       tasks.add(NewTask.of("test.plain", null));
     }
-    pgtask.enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 1_000);
+    queue.pgtask().enqueueAll(tasks);
+    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 1_000);
     assertThat(seen).as("what plain handlers saw of a transaction").containsExactly("no transaction");
 
-    long slow = pgtask.enqueue(NewTask.of("test.plain", java.util.Map.of("slow", true)));
-    await().atMost(Duration.ofSeconds(5)).until(() -> "running".equals(sql.text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
+    long slow = queue.pgtask().enqueue(NewTask.of("test.plain", java.util.Map.of("slow", true)));
+    await().atMost(Duration.ofSeconds(5)).until(() -> "running".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
     Maintenance rescue = new Maintenance(worker.config(), new WorkerStats(), () -> { }, () -> { });
     long until = System.nanoTime() + Duration.ofMillis(1_500).toNanos();
     while (System.nanoTime() < until) {
       assertThat(rescue.rescuePass()).as("plain task rescued although its worker renews the lease").isZero();
       await().pollDelay(Duration.ofMillis(200)).atMost(Duration.ofSeconds(1)).until(() -> true);
     }
-    await().atMost(Duration.ofSeconds(5)).until(() -> "completed".equals(sql.text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
-    assertThat(sql.count("SELECT attempt FROM pgtask.task WHERE id = " + slow)).isEqualTo(1);
+    await().atMost(Duration.ofSeconds(5)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
+    assertThat(queue.sql().count("SELECT attempt FROM pgtask.task WHERE id = " + slow)).isEqualTo(1);
 
-    pgtask.enqueue(NewTask.of("test.plain", null, TaskOptions.defaults().withTenant("acme")));
+    queue.pgtask().enqueue(NewTask.of("test.plain", null, TaskOptions.defaults().withTenant("acme")));
     await().atMost(Duration.ofSeconds(5)).until(() -> tenantConnection.get() != null);
     assertThat(tenantConnection.get()).as("a plain-mode kind's task with a tenant runs in a transaction").startsWith("jdbc:postgresql:");
   }

@@ -3,14 +3,11 @@ package dev.pgtask.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
-import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Db;
-import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -18,9 +15,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The statements a worker and a producer run for every task are planned a few times per connection,
@@ -29,24 +25,8 @@ import org.junit.jupiter.api.Test;
  */
 class PlanCacheTest {
 
-  static TestDatabase db;
-  static HikariDataSource pool;
-  static PgTask pgtask;
-  static Db sql;
-
-  @BeforeAll
-  static void setUp() {
-    db = TestDatabase.create("plans");
-    pool = db.pool(5);
-    pgtask = PgTask.create(pool);
-    sql = new Db(db);
-  }
-
-  @AfterAll
-  static void tearDown() {
-    pool.close();
-    db.close();
-  }
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("plans", 5);
 
   /** One row of pg_prepared_statements on one pooled connection. */
   record Plans(int backend, String statement, long generic, long custom) {
@@ -61,21 +41,21 @@ class PlanCacheTest {
   void hotPathStatementsSettleOnGenericPlans() throws Exception {
     // statistics that make every custom plan look cheap: the queue is full of another kind, and the
     // kinds the worker claims are missing from the statistics
-    sql.exec("INSERT INTO pgtask.task (kind, payload) SELECT 'plans.other', '{}' FROM generate_series(1, 5000)");
-    sql.exec("ANALYZE pgtask.task");
+    queue.sql().exec("INSERT INTO pgtask.task (kind, payload) SELECT 'plans.other', '{}' FROM generate_series(1, 5000)");
+    queue.sql().exec("ANALYZE pgtask.task");
 
     int n = 120;
     AtomicInteger ran = new AtomicInteger();
     for (int i = 0; i < n; i++) {
-      pgtask.enqueue(NewTask.of("plans.tx", null, TaskOptions.defaults().withTenant("t" + (i % 7))));
-      pgtask.enqueue(NewTask.of("plans.plain", null));
+      queue.pgtask().enqueue(NewTask.of("plans.tx", null, TaskOptions.defaults().withTenant("t" + (i % 7))));
+      queue.pgtask().enqueue(NewTask.of("plans.plain", null));
     }
     List<NewTask> batch = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       batch.add(NewTask.of("plans.batched", null, TaskOptions.defaults().withTenant("b" + (i % 5))));
     }
 
-    try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2)
+    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
         .handler("plans.tx", (ctx, p) -> ran.incrementAndGet())
         .handler("plans.plain", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> ran.incrementAndGet(), HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
         .build().start()) {
@@ -84,8 +64,8 @@ class PlanCacheTest {
     // commit batching: several tasks locked and completed by one statement; four rounds, so that
     // these statements too run at least 10 times on one connection
     for (int i = 0; i < 4; i++) {
-      pgtask.enqueueAll(batch);
-      try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2).prefetch(50)
+      queue.pgtask().enqueueAll(batch);
+      try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2).prefetch(50)
           .commitBatch(8, Duration.ofMillis(50))
           .handler("plans.batched", (ctx, p) -> ran.incrementAndGet())
           .build().start()) {
@@ -118,7 +98,7 @@ class PlanCacheTest {
     List<Plans> plans = new ArrayList<>();
     try {
       for (int i = 0; i < 5; i++) {
-        held.add(pool.getConnection());
+        held.add(queue.pool().getConnection());
       }
       for (Connection c : held) {
         try (Statement st = c.createStatement();

@@ -4,19 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.CancelResult;
 import dev.pgtask.InvalidTaskException;
 import dev.pgtask.NewTask;
-import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskBusyException;
 import dev.pgtask.TaskNotFoundException;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.TaskStateException;
-import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.Leaks;
-import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -26,45 +23,28 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Cancel, retry, delete and update: immediate on queued tasks, never blocking on running ones. */
 class TaskOperationsTest {
 
-  static TestDatabase db;
-  static HikariDataSource pool;
-  static PgTask pgtask;
-  static Db sql;
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("ops", 8, "CREATE TABLE effect (task_id bigint)");
+
   PgTaskWorker worker;
   CountDownLatch release;
   CountDownLatch started;
   final AtomicBoolean interrupted = new AtomicBoolean();
 
-  @BeforeAll
-  static void setUp() throws Exception {
-    db = TestDatabase.create("ops");
-    pool = db.pool(8);
-    pgtask = PgTask.create(pool);
-    sql = new Db(db);
-    sql.exec("CREATE TABLE effect (task_id bigint)");
-  }
-
-  @AfterAll
-  static void tearDown() {
-    pool.close();
-    db.close();
-  }
-
   @BeforeEach
   void startWorker() throws Exception {
-    sql.exec("DELETE FROM pgtask.task; DELETE FROM effect");
+    queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM effect");
     release = new CountDownLatch(1);
     started = new CountDownLatch(1);
-    worker = PgTaskWorker.builder(pool).concurrency(2).queues("ops").pollInterval(Duration.ofMillis(300))
+    worker = PgTaskWorker.builder(queue.pool()).concurrency(2).queues("ops").pollInterval(Duration.ofMillis(300))
         .handler("test.hold", (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
             st.execute("INSERT INTO effect VALUES (" + ctx.taskId() + ")");
@@ -79,7 +59,7 @@ class TaskOperationsTest {
         })
         .build().start();
     // a task started before the worker's LISTEN pgtask_control could not be told of a cancellation
-    await().atMost(Duration.ofSeconds(10)).until(() -> sql.count("SELECT count(*) FROM pg_stat_activity "
+    await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count("SELECT count(*) FROM pg_stat_activity "
         + "WHERE application_name = 'pgtask listen " + worker.workerId() + "' AND state = 'idle' "
         + "AND query IN ('LISTEN pgtask_control', 'select 1')") == 1);
   }
@@ -88,43 +68,43 @@ class TaskOperationsTest {
   void stopWorker() throws Exception {
     release.countDown();
     worker.close();
-    Leaks.assertNoAdvisoryLocks(db);
+    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   private long runningTask() throws Exception {
-    long id = pgtask.enqueue(NewTask.of("test.hold", null, TaskOptions.defaults().withQueue("ops")));
+    long id = queue.pgtask().enqueue(NewTask.of("test.hold", null, TaskOptions.defaults().withQueue("ops")));
     assertThat(started.await(10, TimeUnit.SECONDS)).as("handler started").isTrue();
     return id;
   }
 
   private long queuedTask(TaskOptions options) {
     // a queue no worker serves
-    return pgtask.enqueue(NewTask.of("test.hold", Map.of("v", 1), options.withQueue("parked")));
+    return queue.pgtask().enqueue(NewTask.of("test.hold", Map.of("v", 1), options.withQueue("parked")));
   }
 
   private String state(long id) throws Exception {
-    return sql.text("SELECT state FROM pgtask.tasks WHERE id = " + id);
+    return queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id);
   }
 
   @Test
   void cancellingAQueuedTaskIsImmediateAndHandsTheTenantOn() throws Exception {
     long first = queuedTask(TaskOptions.defaults().withTenant("acme"));
     long second = queuedTask(TaskOptions.defaults().withTenant("acme"));
-    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE id = " + second + " AND blocked")).as("second waits").isEqualTo(1);
-    assertThat(pgtask.cancel(first)).isEqualTo(CancelResult.CANCELLED);
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE id = " + second + " AND blocked")).as("second waits").isEqualTo(1);
+    assertThat(queue.pgtask().cancel(first)).isEqualTo(CancelResult.CANCELLED);
     assertThat(state(first)).isEqualTo("cancelled");
-    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE id = " + second + " AND NOT blocked"))
+    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE id = " + second + " AND NOT blocked"))
         .as("the tenant's next task became its head").isEqualTo(1);
-    assertThatThrownBy(() -> pgtask.cancel(first)).isInstanceOf(TaskStateException.class).hasMessageContaining("already cancelled");
+    assertThatThrownBy(() -> queue.pgtask().cancel(first)).isInstanceOf(TaskStateException.class).hasMessageContaining("already cancelled");
   }
 
   @Test
   void cancellingARunningTaskInterruptsAndRollsItBack() throws Exception {
     long id = runningTask();
-    assertThat(pgtask.cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+    assertThat(queue.pgtask().cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
     await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(id)));
     assertThat(interrupted.get()).as("handler interrupted").isTrue();
-    assertThat(sql.count("SELECT count(*) FROM effect")).as("effects of the cancelled attempt").isZero();
+    assertThat(queue.sql().count("SELECT count(*) FROM effect")).as("effects of the cancelled attempt").isZero();
   }
 
   @Test
@@ -133,11 +113,11 @@ class TaskOperationsTest {
     CountDownLatch unblock = new CountDownLatch(1);
     java.util.Set<Long> ran = java.util.concurrent.ConcurrentHashMap.newKeySet();
     TaskOptions batchQueue = TaskOptions.defaults().withQueue("ops-batch");
-    long first = pgtask.enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
-    long blocker = pgtask.enqueue(NewTask.of("test.batched", Map.of("block", true), batchQueue));
-    long target = pgtask.enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
-    long last = pgtask.enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
-    try (PgTaskWorker batching = PgTaskWorker.builder(pool).concurrency(1).prefetch(8).queues("ops-batch")
+    long first = queue.pgtask().enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
+    long blocker = queue.pgtask().enqueue(NewTask.of("test.batched", Map.of("block", true), batchQueue));
+    long target = queue.pgtask().enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
+    long last = queue.pgtask().enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
+    try (PgTaskWorker batching = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(8).queues("ops-batch")
         .commitBatch(8, Duration.ofSeconds(30))
         .handler("test.batched", (ctx, p) -> {
           ran.add(ctx.taskId());
@@ -149,11 +129,11 @@ class TaskOperationsTest {
         .build().start()) {
       assertThat(blockerStarted.await(10, TimeUnit.SECONDS)).as("the blocking task started").isTrue();
       // the target is locked ahead by the batch's transaction, not started
-      try (Connection other = db.connect(); Statement st = other.createStatement()) {
+      try (Connection other = queue.database().connect(); Statement st = other.createStatement()) {
         assertThatThrownBy(() -> st.executeQuery("SELECT 1 FROM pgtask.task WHERE id = " + target + " FOR UPDATE NOWAIT"))
             .as("locking the target's row").hasMessageContaining("could not obtain lock");
       }
-      assertThat(pgtask.cancel(target)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+      assertThat(queue.pgtask().cancel(target)).isEqualTo(CancelResult.CANCEL_REQUESTED);
       Thread.sleep(500); // the control notification reaches the worker
       unblock.countDown();
       await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(target)) && "completed".equals(state(last)));
@@ -167,28 +147,28 @@ class TaskOperationsTest {
   void operationsOnARunningTaskFailFastNamingTheWorker() throws Exception {
     long id = runningTask();
     long t0 = System.nanoTime();
-    assertThatThrownBy(() -> pgtask.delete(id)).isInstanceOf(TaskBusyException.class)
+    assertThatThrownBy(() -> queue.pgtask().delete(id)).isInstanceOf(TaskBusyException.class)
         .hasMessageContaining("task " + id + " is running on worker " + worker.workerId() + " since");
-    assertThatThrownBy(() -> pgtask.update(id, Map.of("v", 2), null, null)).isInstanceOf(TaskBusyException.class)
+    assertThatThrownBy(() -> queue.pgtask().update(id, Map.of("v", 2), null, null)).isInstanceOf(TaskBusyException.class)
         .hasMessageContaining("is running on worker " + worker.workerId());
-    assertThatThrownBy(() -> pgtask.retry(id)).isInstanceOf(TaskBusyException.class);
+    assertThatThrownBy(() -> queue.pgtask().retry(id)).isInstanceOf(TaskBusyException.class);
     assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("time to fail three operations").isLessThan(Duration.ofSeconds(2));
     assertThat(state(id)).isEqualTo("running");
     release.countDown();
     await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(state(id)));
-    assertThat(sql.text("SELECT payload::text FROM pgtask.task WHERE id = " + id)).as("payload untouched").isEqualTo("{}");
+    assertThat(queue.sql().text("SELECT payload::text FROM pgtask.task WHERE id = " + id)).as("payload untouched").isEqualTo("{}");
   }
 
   @Test
   void plainSqlUpdateOfARunningTaskWaitsForItToFinish() throws Exception {
     long id = runningTask();
-    try (Connection c = db.connect(); Statement st = c.createStatement()) {
+    try (Connection c = queue.database().connect(); Statement st = c.createStatement()) {
       st.execute("SET lock_timeout = '300ms'");
       assertThatThrownBy(() -> st.executeUpdate("UPDATE pgtask.task SET priority = 7 WHERE id = " + id))
           .as("a plain UPDATE blocks on the running task's row lock").hasMessageContaining("lock timeout");
     }
     CompletableFuture<Instant> updated = CompletableFuture.supplyAsync(() -> {
-      try (Connection c = db.connect(); Statement st = c.createStatement()) {
+      try (Connection c = queue.database().connect(); Statement st = c.createStatement()) {
         st.executeUpdate("UPDATE pgtask.task SET priority = 7 WHERE id = " + id);
         return Instant.now();
       } catch (Exception e) {
@@ -205,26 +185,26 @@ class TaskOperationsTest {
   @Test
   void retryDeleteAndUpdateOfQueuedAndFinishedTasks() throws Exception {
     long queued = queuedTask(TaskOptions.defaults());
-    pgtask.update(queued, Map.of("v", 9), Instant.parse("2100-01-01T00:00:00Z"), 3);
-    assertThat(sql.text("SELECT p.payload->>'v' || ' ' || p.priority || ' ' || t.state FROM pgtask.tasks t JOIN pgtask.task p USING (id) WHERE id = " + queued))
+    queue.pgtask().update(queued, Map.of("v", 9), Instant.parse("2100-01-01T00:00:00Z"), 3);
+    assertThat(queue.sql().text("SELECT p.payload->>'v' || ' ' || p.priority || ' ' || t.state FROM pgtask.tasks t JOIN pgtask.task p USING (id) WHERE id = " + queued))
         .isEqualTo("9 3 scheduled");
-    assertThatThrownBy(() -> pgtask.update(queued, "[1]", null, null)).isInstanceOf(InvalidTaskException.class);
-    assertThatThrownBy(() -> pgtask.retry(queued)).isInstanceOf(TaskStateException.class).hasMessageContaining("scheduled");
-    pgtask.cancel(queued);
-    pgtask.retry(queued);
+    assertThatThrownBy(() -> queue.pgtask().update(queued, "[1]", null, null)).isInstanceOf(InvalidTaskException.class);
+    assertThatThrownBy(() -> queue.pgtask().retry(queued)).isInstanceOf(TaskStateException.class).hasMessageContaining("scheduled");
+    queue.pgtask().cancel(queued);
+    queue.pgtask().retry(queued);
     assertThat(state(queued)).isEqualTo("available");
-    pgtask.delete(queued);
+    queue.pgtask().delete(queued);
     assertThat(state(queued)).isNull();
-    assertThatThrownBy(() -> pgtask.delete(queued)).isInstanceOf(TaskNotFoundException.class).hasMessageContaining("no such task");
-    assertThatThrownBy(() -> pgtask.cancel(queued)).isInstanceOf(TaskNotFoundException.class);
+    assertThatThrownBy(() -> queue.pgtask().delete(queued)).isInstanceOf(TaskNotFoundException.class).hasMessageContaining("no such task");
+    assertThatThrownBy(() -> queue.pgtask().cancel(queued)).isInstanceOf(TaskNotFoundException.class);
   }
 
   @Test
   void retryingADiscardedTaskGivesItAnotherAttempt() throws Exception {
     long id = queuedTask(TaskOptions.defaults().withMaxAttempts(1));
-    sql.exec("UPDATE pgtask.task SET state = 'discarded', attempt = 1, finished_at = now() WHERE id = " + id);
-    pgtask.retry(id);
-    assertThat(sql.text("SELECT state || ' ' || attempt || '/' || max_attempts FROM pgtask.tasks WHERE id = " + id))
+    queue.sql().exec("UPDATE pgtask.task SET state = 'discarded', attempt = 1, finished_at = now() WHERE id = " + id);
+    queue.pgtask().retry(id);
+    assertThat(queue.sql().text("SELECT state || ' ' || attempt || '/' || max_attempts FROM pgtask.tasks WHERE id = " + id))
         .isEqualTo("available 1/2");
   }
 }

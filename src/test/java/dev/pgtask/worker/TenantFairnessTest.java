@@ -3,20 +3,17 @@ package dev.pgtask.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.Leaks;
-import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.QueueDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Tenant-aware claiming: a deep backlog of one tenant at the head of the queue neither starves
@@ -24,26 +21,12 @@ import org.junit.jupiter.api.Test;
  */
 class TenantFairnessTest {
 
-  static TestDatabase db;
-  static HikariDataSource pool;
-  static Db sql;
-
-  @BeforeAll
-  static void setUp() {
-    db = TestDatabase.create("fairness");
-    pool = db.pool(16);
-    sql = new Db(db);
-  }
-
-  @AfterAll
-  static void tearDown() {
-    pool.close();
-    db.close();
-  }
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("fairness", 16);
 
   @Test
   void aTenantsBacklogDoesNotStarveOtherTenantsNorMakeWorkersSpin() throws Exception {
-    PgTask pgtask = PgTask.create(pool);
+    PgTask pgtask = PgTask.create(queue.pool());
     List<NewTask> backlog = new ArrayList<>();
     for (int i = 0; i < 20_000; i++) {
       backlog.add(NewTask.of("test.sleep10", null, TaskOptions.defaults().withTenant("A")));
@@ -52,12 +35,12 @@ class TenantFairnessTest {
 
     List<PgTaskWorker> workers = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
-      workers.add(PgTaskWorker.builder(pool).workerId("fair-" + i).concurrency(5).pollInterval(Duration.ofSeconds(5))
+      workers.add(PgTaskWorker.builder(queue.pool()).workerId("fair-" + i).concurrency(5).pollInterval(Duration.ofSeconds(5))
           .handler("test.sleep10", (ctx, p) -> Thread.sleep(10))
           .build().start());
     }
     try {
-      await().atMost(Duration.ofSeconds(10)).until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") >= 20);
+      await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") >= 20);
 
       // while only A has work, how often do the workers claim?
       long claimsBefore = claimQueries(workers);
@@ -65,7 +48,7 @@ class TenantFairnessTest {
       await().pollDelay(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(() -> true);
       double seconds = (System.nanoTime() - t0) / 1e9;
       double claimRate = (claimQueries(workers) - claimsBefore) / seconds;
-      long aDoneBefore = sql.count("SELECT count(*) FROM pgtask.tasks WHERE tenant = 'A' AND state = 'completed'");
+      long aDoneBefore = queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE tenant = 'A' AND state = 'completed'");
 
       List<NewTask> other = new ArrayList<>();
       for (int i = 0; i < 100; i++) {
@@ -74,9 +57,9 @@ class TenantFairnessTest {
       long start = System.nanoTime();
       pgtask.enqueueAll(other);
       await().atMost(Duration.ofSeconds(10))
-          .until(() -> sql.count("SELECT count(*) FROM pgtask.tasks WHERE tenant = 'B' AND state = 'completed'") == 100);
+          .until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE tenant = 'B' AND state = 'completed'") == 100);
       double bSeconds = (System.nanoTime() - start) / 1e9;
-      long aDoneAfter = sql.count("SELECT count(*) FROM pgtask.tasks WHERE tenant = 'A' AND state = 'completed'");
+      long aDoneAfter = queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE tenant = 'A' AND state = 'completed'");
 
       long deferred = workers.stream().mapToLong(w -> w.stats().deferred()).sum();
       long completed = workers.stream().mapToLong(w -> w.stats().completed()).sum();
@@ -86,14 +69,14 @@ class TenantFairnessTest {
       assertThat(aDoneAfter).as("A keeps progressing while B drains").isGreaterThan(aDoneBefore);
       assertThat(deferred).as("tasks bounced on a busy tenant lock").isLessThanOrEqualTo(Math.max(5, completed / 20));
       assertThat(claimRate).as("claims per second while one tenant is blocked (no spinning)").isLessThan(200);
-      assertThat(sql.count("SELECT count(*) FROM pgtask.tasks WHERE tenant = 'A' AND state = 'running'"))
+      assertThat(queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE tenant = 'A' AND state = 'running'"))
           .as("A's tasks running at once").isLessThanOrEqualTo(1);
     } finally {
       for (PgTaskWorker w : workers) {
         w.close();
       }
     }
-    Leaks.assertNoAdvisoryLocks(db);
+    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   private static long claimQueries(List<PgTaskWorker> workers) {

@@ -4,18 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.DiscardTaskException;
 import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
-import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.RetryTaskException;
 import dev.pgtask.SnoozeTaskException;
 import dev.pgtask.TaskArgs;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.testsupport.Leaks;
-import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -25,14 +23,18 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The worker runtime in one JVM against a real server: execution, outcomes, timeouts, shutdown. */
 class WorkerTest {
+
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("worker", 12,
+      "CREATE TABLE effect (task_id bigint, attempt int, note text, tenant text, "
+          + "started_at timestamptz, finished_at timestamptz)");
 
   record Note(String text) implements TaskArgs {
     @Override
@@ -41,25 +43,7 @@ class WorkerTest {
     }
   }
 
-  static TestDatabase db;
-  static HikariDataSource pool;
-  static PgTask pgtask;
   final List<PgTaskWorker> workers = new ArrayList<>();
-
-  @BeforeAll
-  static void setUp() throws SQLException {
-    db = TestDatabase.create("worker");
-    pool = db.pool(12);
-    pgtask = PgTask.create(pool);
-    exec("CREATE TABLE effect (task_id bigint, attempt int, note text, tenant text, "
-        + "started_at timestamptz, finished_at timestamptz)");
-  }
-
-  @AfterAll
-  static void tearDown() {
-    pool.close();
-    db.close();
-  }
 
   @BeforeEach
   void clean() throws SQLException {
@@ -72,8 +56,8 @@ class WorkerTest {
     for (PgTaskWorker w : workers) {
       w.close();
     }
-    Leaks.assertNoAdvisoryLocks(db);
-    Leaks.assertPoolConnectionsClean(pool, 5);
+    Leaks.assertNoAdvisoryLocks(queue.database());
+    Leaks.assertPoolConnectionsClean(queue.pool(), 5);
   }
 
   private PgTaskWorker start(PgTaskWorker.Builder b) {
@@ -83,7 +67,7 @@ class WorkerTest {
   }
 
   private PgTaskWorker.Builder worker() {
-    return PgTaskWorker.builder(pool).concurrency(5).pollInterval(Duration.ofMillis(500))
+    return PgTaskWorker.builder(queue.pool()).concurrency(5).pollInterval(Duration.ofMillis(500))
         .retryBackoff(Duration.ofMillis(20), Duration.ofMillis(100)).shutdownTimeout(Duration.ofSeconds(5));
   }
 
@@ -102,7 +86,7 @@ class WorkerTest {
     for (int i = 0; i < 200; i++) {
       tasks.add(NewTask.of(new Note("n" + i)));
     }
-    pgtask.enqueueAll(tasks);
+    queue.pgtask().enqueueAll(tasks);
     await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 200);
     assertThat(count("SELECT count(*) FROM effect")).as("one effect row per task").isEqualTo(200);
     assertThat(count("SELECT count(DISTINCT task_id) FROM effect")).as("distinct tasks with effects").isEqualTo(200);
@@ -118,7 +102,7 @@ class WorkerTest {
         throw new IllegalStateException("boom on attempt " + ctx.attempt());
       }
     }));
-    long id = pgtask.enqueue(NewTask.of("test.flaky", null));
+    long id = queue.pgtask().enqueue(NewTask.of("test.flaky", null));
     await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
     assertThat(count("SELECT count(*) FROM effect")).as("only the successful attempt's effect survives").isEqualTo(1);
     assertThat(count("SELECT attempt FROM effect")).as("attempt that committed").isEqualTo(3);
@@ -141,7 +125,7 @@ class WorkerTest {
           exec(ctx.connection(), "INSERT INTO deferred_guard VALUES (" + ctx.taskId() + ")");
         }
       }));
-      long id = pgtask.enqueue(NewTask.of("test.deferred", null));
+      long id = queue.pgtask().enqueue(NewTask.of("test.deferred", null));
       await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
       assertThat(count("SELECT count(*) FROM effect")).as("only the attempt that committed left effects").isEqualTo(1);
       assertThat(count("SELECT attempt FROM effect")).isEqualTo(3);
@@ -158,7 +142,7 @@ class WorkerTest {
     start(worker().handler("test.fail", (ctx, payload) -> {
       throw new RuntimeException("always");
     }));
-    long id = pgtask.enqueue(NewTask.of("test.fail", null, TaskOptions.defaults().withMaxAttempts(3)));
+    long id = queue.pgtask().enqueue(NewTask.of("test.fail", null, TaskOptions.defaults().withMaxAttempts(3)));
     await().atMost(Duration.ofSeconds(20)).until(() -> "discarded".equals(state(id)));
     assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
     assertThat(count("SELECT jsonb_array_length(errors) FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
@@ -177,9 +161,9 @@ class WorkerTest {
         .handler("test.snooze", (ctx, p) -> {
           throw new SnoozeTaskException(Duration.ofHours(2));
         }));
-    long discard = pgtask.enqueue(NewTask.of("test.discard", null));
-    long retry = pgtask.enqueue(NewTask.of("test.retry", null));
-    long snooze = pgtask.enqueue(NewTask.of("test.snooze", null));
+    long discard = queue.pgtask().enqueue(NewTask.of("test.discard", null));
+    long retry = queue.pgtask().enqueue(NewTask.of("test.retry", null));
+    long snooze = queue.pgtask().enqueue(NewTask.of("test.snooze", null));
     await().atMost(Duration.ofSeconds(10)).until(() -> "discarded".equals(state(discard))
         && "retryable".equals(state(retry)) && "scheduled".equals(state(snooze)));
     assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + discard)).as("discarded at attempt").isEqualTo(1);
@@ -203,7 +187,7 @@ class WorkerTest {
         throw e;
       }
     }, HandlerOptions.defaults().withTimeout(Duration.ofMillis(300))));
-    long id = pgtask.enqueue(NewTask.of("test.slow", null, TaskOptions.defaults().withMaxAttempts(1)));
+    long id = queue.pgtask().enqueue(NewTask.of("test.slow", null, TaskOptions.defaults().withMaxAttempts(1)));
     await().atMost(Duration.ofSeconds(10)).until(() -> "discarded".equals(state(id)));
     assertThat(interrupted.get()).as("handler interrupted at its timeout").isEqualTo(1);
     assertThat(text("SELECT last_error FROM pgtask.tasks WHERE id = " + id)).contains("timed out");
@@ -215,7 +199,7 @@ class WorkerTest {
     start(worker().handler("test.pgsleep", com.fasterxml.jackson.databind.JsonNode.class,
         (ctx, p) -> exec(ctx.connection(), "SELECT pg_sleep(60)"),
         HandlerOptions.defaults().withTimeout(Duration.ofMillis(300))));
-    long id = pgtask.enqueue(NewTask.of("test.pgsleep", null, TaskOptions.defaults().withMaxAttempts(1)));
+    long id = queue.pgtask().enqueue(NewTask.of("test.pgsleep", null, TaskOptions.defaults().withMaxAttempts(1)));
     await().atMost(Duration.ofSeconds(10)).until(() -> "discarded".equals(state(id)));
     assertThat(text("SELECT last_error FROM pgtask.tasks WHERE id = " + id)).contains("timed out");
   }
@@ -227,7 +211,7 @@ class WorkerTest {
     for (int i = 0; i < 5; i++) {
       tasks.add(NewTask.of("test.sleep", null));
     }
-    pgtask.enqueueAll(tasks);
+    queue.pgtask().enqueueAll(tasks);
     await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'running'") == 5);
     w.close();
     assertThat(count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'"))
@@ -244,7 +228,7 @@ class WorkerTest {
     for (int i = 0; i < 8; i++) {
       tasks.add(NewTask.of("test.long", null));
     }
-    pgtask.enqueueAll(tasks);
+    queue.pgtask().enqueueAll(tasks);
     await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'running'") == 5);
     long started = System.nanoTime();
     w.close();
@@ -267,7 +251,7 @@ class WorkerTest {
     for (int i = 0; i < 60; i++) {
       tasks.add(NewTask.of("test.tenant", null, TaskOptions.defaults().withTenant("t" + (i % 3))));
     }
-    pgtask.enqueueAll(tasks);
+    queue.pgtask().enqueueAll(tasks);
     await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 60);
     assertThat(count("SELECT count(*) FROM effect")).isEqualTo(60);
     assertThat(count("SELECT count(*) FROM effect a JOIN effect b ON a.tenant = b.tenant AND a.task_id < b.task_id "
@@ -278,7 +262,7 @@ class WorkerTest {
 
   @Test
   void poolSmallerThanConcurrencyIsRejectedAtBuild() {
-    assertThatThrownBy(() -> PgTaskWorker.builder(pool).concurrency(20).handler("x", (c, p) -> { }).build())
+    assertThatThrownBy(() -> PgTaskWorker.builder(queue.pool()).concurrency(20).handler("x", (c, p) -> { }).build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("pool has 12 connections")
         .hasMessageContaining("concurrency 20");
@@ -286,19 +270,19 @@ class WorkerTest {
 
   @Test
   void badSettingsAreRejectedAtBuild() {
-    assertThatThrownBy(() -> PgTaskWorker.builder(pool).queues("bad queue").batchSize(0)
+    assertThatThrownBy(() -> PgTaskWorker.builder(queue.pool()).queues("bad queue").batchSize(0)
         .handler("x", (c, p) -> { }).build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("batchSize")
         .hasMessageContaining("queue 'bad queue'");
-    assertThatThrownBy(() -> PgTaskWorker.builder(pool).build())
+    assertThatThrownBy(() -> PgTaskWorker.builder(queue.pool()).build())
         .hasMessageContaining("no handlers");
   }
 
   // ---- helpers ----
 
   static void exec(String sql) throws SQLException {
-    try (Connection c = pool.getConnection()) {
+    try (Connection c = queue.pool().getConnection()) {
       exec(c, sql);
     }
   }
@@ -310,13 +294,13 @@ class WorkerTest {
   }
 
   static long count(String sql) throws SQLException {
-    try (Connection c = pool.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+    try (Connection c = queue.pool().getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
       return rs.next() ? rs.getLong(1) : -1;
     }
   }
 
   static String text(String sql) throws SQLException {
-    try (Connection c = pool.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+    try (Connection c = queue.pool().getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
       return rs.next() ? rs.getString(1) : null;
     }
   }
