@@ -22,8 +22,8 @@ import org.slf4j.LoggerFactory;
  * <p>Protocol: connect, name the session ({@code application_name = "pgtask listen <worker>"}),
  * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then run the on-listening callback (the
  * worker reads the cancel requests made while it was not listening) and wake the producer once
- * (anything sent while disconnected is lost, so poll). Wait for notifications in slices of the ping interval;
- * after each quiet slice send {@code SELECT 1}: a network timeout on the connection bounds it, so a
+ * (anything sent while disconnected is lost, so poll). Wait for notifications in slices of the
+ * ping interval; after each quiet slice send {@code SELECT 1}: a network timeout on the connection bounds it, so a
  * half-open socket is detected instead of blocking forever. Any failure closes the connection and
  * reconnects with exponential backoff (100 ms to 5 s, jittered). Notifications on {@code pgtask}
  * carry a queue name: those of this worker's queues wake the producer. Notifications on
@@ -106,7 +106,6 @@ public final class Listener {
     return reconnects.get();
   }
 
-
   private void run() {
     long backoffMillis = 100;
     boolean first = true;
@@ -131,8 +130,8 @@ public final class Listener {
         try {
           onListening.run();
         } catch (RuntimeException e) {
-          log.warn("pgtask listener: reading the cancel requests failed ({}); a cancellation requested while it was not listening waits for its next reconnect",
-              e.getMessage());
+          log.warn("pgtask listener: reading the cancel requests failed ({}); a cancellation requested "
+              + "while it was not listening waits for its next reconnect", e.getMessage());
         }
         onWake.run(); // notifications sent while we were away are lost: poll once
         PGConnection pg = c.unwrap(PGConnection.class);

@@ -31,7 +31,8 @@ import org.jooq.types.DayToSecond;
  * owner and a lease from the database clock. The short claim transaction then commits.
  *
  * <p>Into an idle worker, {@link #claimAndStart} sends the claim together with the start of its
- * first transactional task: claim, COMMIT, BEGIN, and that task's re-lock, in one round trip.
+ * first transactional task: {@link #GENERIC_PLAN}, claim, COMMIT, BEGIN, and that task's re-lock,
+ * in one round trip.
  */
 public final class ClaimQueries {
 
@@ -133,8 +134,8 @@ public final class ClaimQueries {
 
   /**
    * The first statement of the claim-and-start's transaction: that claim runs on its generic plan
-   * from its first execution. The sub-selects above make a custom plan cost what the generic one costs for
-   * the same statistics, but the server compares the generic plan's cost, taken when it is built,
+   * from its first execution. The sub-selects above make a custom plan cost what the generic one
+   * costs for the same statistics, but the server compares the generic plan's cost, taken when it is built,
    * with the average cost of the first five custom plans, taken earlier. The planner scales its row
    * estimates by the table's current size, so while the task table grows (a backlog building up)
    * the generic plan looked dearer than those older custom plans, and the server went on planning

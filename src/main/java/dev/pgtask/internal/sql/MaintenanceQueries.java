@@ -51,8 +51,9 @@ public final class MaintenanceQueries {
   /**
    * Rescues tasks whose worker is gone: running, lease expired, and no live transaction holds the
    * row (SKIP LOCKED: an executing worker holds it, so a slow-but-alive worker is never robbed).
-   * They become retryable at once, or discarded when their attempts are exhausted, with a "worker
-   * lost" entry in the error history. Locks: up to {@code limit} expired task rows.
+   * They become retryable at once, or discarded when their attempts are exhausted, or cancelled
+   * when a cancellation was requested for the lost attempt, with a "worker lost" entry in the error
+   * history. Locks: up to {@code limit} expired task rows.
    *
    * @return the number of tasks rescued
    */

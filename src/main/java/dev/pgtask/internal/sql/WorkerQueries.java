@@ -17,7 +17,6 @@ public final class WorkerQueries {
 
   private WorkerQueries() {}
 
-  /** The lock namespace from pgtask.settings. Locks: none. */
   /**
    * The cancel requests that stand for tasks running on {@code worker}: task id to the attempt
    * they were made for. Locks: none.
@@ -31,6 +30,7 @@ public final class WorkerQueries {
         .fetchMap(CANCEL_REQUEST.TASK_ID, CANCEL_REQUEST.ATTEMPT);
   }
 
+  /** The lock namespace from pgtask.settings. Locks: none. */
   public static int readLockNamespace(DSLContext dsl) {
     return dsl.select(SETTINGS.LOCK_NAMESPACE).from(SETTINGS).fetchOne().value1();
   }
