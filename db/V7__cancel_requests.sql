@@ -6,6 +6,9 @@
 -- and a run that ends any other way than by completing (its handler fails, it is released, it
 -- snoozes, or its worker dies and the rescue pass finds it) ends the task cancelled instead of
 -- queueing it again. Requests whose attempt is no longer running are deleted by the rescue pass.
+-- A running task whose row is not locked (a plain-mode handler, which runs outside any
+-- transaction) is cancelled at once as before, and now its worker is also told, so that it
+-- interrupts the handler.
 CREATE TABLE pgtask.cancel_request (
   task_id      bigint      PRIMARY KEY,          -- pgtask.task(id); no FK: retention deletes tasks in bulk
   attempt      integer     NOT NULL,             -- the attempt that was running when it was asked
@@ -41,6 +44,11 @@ BEGIN
       errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
         'attempt', attempt, 'at', clock_timestamp(), 'error', 'cancelled', 'worker', owner))
   WHERE id = cancel_task.task_id;
+  IF v_task.state = 'running' THEN
+    -- running without a row lock: a plain-mode handler (or a task claimed and not yet started);
+    -- its worker is told, so that it interrupts the handler (fenced out, it records nothing)
+    PERFORM pg_notify('pgtask_control', 'cancel ' || v_task.id || ' ' || v_task.attempt);
+  END IF;
   RETURN 'cancelled';
 END
 $$;

@@ -193,4 +193,32 @@ class CommitBatchingAndPlainModeTest {
     await().atMost(Duration.ofSeconds(5)).until(() -> tenantConnection.get() != null);
     assertThat(tenantConnection.get()).as("a plain-mode kind's task with a tenant runs in a transaction").startsWith("jdbc:postgresql:");
   }
+
+  @Test
+  void cancellingARunningPlainTaskEndsItAtOnceAndInterruptsItsHandler() throws Exception {
+    java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch interrupted = new java.util.concurrent.CountDownLatch(1);
+    worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
+        .handler("test.plain.hold", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
+          started.countDown();
+          try {
+            Thread.sleep(30_000);
+          } catch (InterruptedException e) {
+            interrupted.countDown();
+            throw e;
+          }
+        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
+        .build().start();
+    // the worker hears the cancellation on its LISTEN pgtask_control connection
+    await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count("SELECT count(*) FROM pg_stat_activity "
+        + "WHERE application_name = 'pgtask listen " + worker.workerId() + "' AND state = 'idle'") == 1);
+    long id = queue.pgtask().enqueue(NewTask.of("test.plain.hold", null));
+    assertThat(started.await(10, java.util.concurrent.TimeUnit.SECONDS)).as("handler started").isTrue();
+    // a plain handler holds no row lock: the task is cancelled at once, and its worker is told
+    assertThat(queue.pgtask().cancel(id)).isEqualTo(dev.pgtask.CancelResult.CANCELLED);
+    assertThat(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id)).isEqualTo("cancelled");
+    assertThat(interrupted.await(10, java.util.concurrent.TimeUnit.SECONDS)).as("handler interrupted").isTrue();
+    await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2))
+        .until(() -> "cancelled".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id)));
+  }
 }

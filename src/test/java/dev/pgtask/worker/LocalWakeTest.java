@@ -65,7 +65,8 @@ class LocalWakeTest {
   private boolean listenerConnected() throws Exception {
     try (Connection c = elsewhere.connect();
         java.sql.ResultSet rs = c.createStatement().executeQuery(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgtask listen %'")) {
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                + "AND application_name LIKE 'pgtask listen %'")) {
       rs.next();
       return rs.getInt(1) == 1;
     }

@@ -81,14 +81,14 @@ class PlanCacheTest {
         "cast('completed' as", "set_config('pgtask.claim_head'", "current_setting('pgtask.claim_head')")) {
       assertThat(hot).as("a hot statement containing %s", part).anyMatch(p -> p.statement.contains(part));
     }
-    // the claim-and-start runs on its generic plan from the first execution (SET LOCAL
-    // plan_cache_mode in its transaction): left to the server's choice, a growing table kept it
-    // planned on every execution in some runs
-    assertThat(hot.stream().filter(p -> p.statement.contains("\"head_task\"")).toList())
-        .as("claim-and-start statements").isNotEmpty().allMatch(p -> p.custom == 0);
+    // the claims run on their generic plan from the first execution (SET LOCAL plan_cache_mode in
+    // their transaction): left to the server's choice, a growing table kept them planned on every
+    // execution in some runs
+    assertThat(hot.stream().filter(p -> p.statement.contains("\"locked\"")).toList())
+        .as("claim statements").isNotEmpty().allMatch(p -> p.custom == 0);
     // five custom plans first; more while the table grows, until the average cost of the custom
-    // plans catches up with the generic plan's (ClaimQueries.GENERIC_PLAN): at least half of the
-    // later executions ran on the generic plan (the fault this test is for planned them all)
+    // plans catches up with the generic plan's (see ClaimQueries.GENERIC_PLAN): at least half of
+    // the later executions ran on the generic plan (the fault this test is for planned them all)
     assertThat(hot).as("statements planned on (nearly) every execution")
         .allMatch(p -> p.custom - 5 <= (p.generic + p.custom - 5) / 2);
   }

@@ -28,7 +28,8 @@ import org.jooq.types.DayToSecond;
  * claimer are skipped, never waited on. The LIMIT sits inside the CTE so the planner cannot
  * re-evaluate it and lock more rows. Of the locked rows it keeps at most one per tenant, and none of
  * a tenant that already has a running task; the kept rows are marked running with attempt + 1,
- * owner and a lease from the database clock. The short claim transaction then commits.
+ * owner and a lease from the database clock. The short claim transaction then commits. It starts
+ * with {@link #GENERIC_PLAN}; BEGIN, that, the claim and COMMIT go in one round trip.
  *
  * <p>Into an idle worker, {@link #claimAndStart} sends the claim together with the start of its
  * first transactional task: {@link #GENERIC_PLAN}, claim, COMMIT, BEGIN, and that task's re-lock,
@@ -133,18 +134,16 @@ public final class ClaimQueries {
   }
 
   /**
-   * The first statement of the claim-and-start's transaction: that claim runs on its generic plan
-   * from its first execution. The sub-selects above make a custom plan cost what the generic one
-   * costs for the same statistics, but the server compares the generic plan's cost, taken when it is built,
+   * The first statement of a claim's transaction: the claim runs on its generic plan from its
+   * first execution. The sub-selects above make a custom plan cost what the generic one costs for
+   * the same statistics, but the server compares the generic plan's cost, taken when it is built,
    * with the average cost of the first five custom plans, taken earlier. The planner scales its row
    * estimates by the table's current size, so while the task table grows (a backlog building up)
    * the generic plan looked dearer than those older custom plans, and the server went on planning
-   * the claim on every execution: PlanCacheTest saw it for the claim-and-start, which runs only
+   * the claim on every execution. PlanCacheTest saw it for the claim-and-start, which runs only
    * into an idle worker and so rarely that the average did not catch up (110 executions, all
-   * planned). {@code SET LOCAL} ends with the claim's transaction; the pooled connection keeps
-   * nothing of it. The claim of a busy worker stays one autocommit statement: it runs often enough
-   * for the average to catch up within a few more custom plans, which does not pay for three more
-   * statements on every claim (docs/gotchas.md).
+   * planned), and for the busy worker's claim on a connection that ran it ten times (all planned).
+   * {@code SET LOCAL} ends with the claim's transaction; the pooled connection keeps nothing of it.
    */
   static final String GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan";
 
@@ -152,7 +151,8 @@ public final class ClaimQueries {
     ClaimParts p = claimParts(queueCount);
     return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
-            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount(), tenantName()));
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount(), tenantName()))
+        .precededBy(GENERIC_PLAN).followedBy("COMMIT");
   }
 
   /** The session setting through which a claim hands its head to the re-lock sent after it. */
@@ -328,26 +328,40 @@ public final class ClaimQueries {
   }
 
   /**
-   * Claims up to {@code limit} tasks in one autocommit statement. Locks: row locks (FOR UPDATE
-   * SKIP LOCKED) on at most {@code limit} claimable rows, held until the statement commits.
+   * Claims up to {@code limit} tasks in one round trip: the claim in its own short transaction
+   * (BEGIN, {@link #GENERIC_PLAN}, the claim, COMMIT, sent together). Locks: row locks (FOR UPDATE
+   * SKIP LOCKED) on at most {@code limit} claimable rows, held until that transaction commits.
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease) {
     PreparedQuery query = CLAIMS.computeIfAbsent(queues.size(), ClaimQueries::claimQuery);
-    try (java.sql.Connection conn = dataSource.getConnection()) {
+    java.sql.Connection conn = null;
+    try {
+      conn = dataSource.getConnection();
+      conn.setAutoCommit(false);
       java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease);
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
-      try (java.sql.PreparedStatement ps = query.prepare(conn, values);
-          java.sql.ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          tasks.add(claimed(rs));
-          lockedRows = rs.getInt(10);
+      try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
+        firstResultSet(ps);
+        try (java.sql.ResultSet rs = ps.getResultSet()) {
+          while (rs.next()) {
+            tasks.add(claimed(rs));
+            lockedRows = rs.getInt(10);
+          }
         }
+        ps.getMoreResults(); // the COMMIT
       }
+      conn.setAutoCommit(true); // committed: no round trip
+      conn.close();
+      conn = null;
       return new Claim(tasks, lockedRows);
     } catch (java.sql.SQLException e) {
       throw new org.jooq.exception.DataAccessException("claim failed: " + e.getMessage(), e);
+    } finally {
+      if (conn != null) {
+        closeQuietly(conn);
+      }
     }
   }
 }
