@@ -71,6 +71,9 @@ class CancelRequestTest {
           if (p.has("fail")) {
             throw new IllegalStateException("the handler failed");
           }
+          if (p.has("snooze")) {
+            throw new dev.pgtask.SnoozeTaskException(Duration.ofMinutes(5));
+          }
         })
         .build().start();
   }
@@ -135,6 +138,17 @@ class CancelRequestTest {
         .as("the error history").contains("the handler failed").endsWith(ExecuteQueries.CANCELLED_AS_REQUESTED);
     assertThat(worker.stats().cancelled()).as("counted as cancelled").isEqualTo(1);
     assertThat(worker.stats().retried()).as("counted as retried").isZero();
+  }
+
+  @Test
+  void aRunThatSnoozesAfterAnUnheardCancellationEndsCancelledInsteadOfWaiting() throws Exception {
+    long id = runningTask(Map.of("snooze", true));
+    assertThat(queue.pgtask().cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+    release.countDown(); // the handler asks to run again in 5 minutes; the worker never heard the request
+    await().atMost(Duration.ofSeconds(10)).until(() -> !"running".equals(state(id)));
+    assertThat(state(id)).isEqualTo("cancelled");
+    assertThat(queue.sql().text("SELECT errors -> -1 ->> 'error' FROM pgtask.task WHERE id = " + id))
+        .isEqualTo(ExecuteQueries.CANCELLED_AS_REQUESTED);
   }
 
   @Test

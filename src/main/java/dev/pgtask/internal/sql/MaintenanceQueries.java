@@ -81,9 +81,9 @@ public final class MaintenanceQueries {
             .when(exhausted, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
         .set(TASK.RUN_AT, DSL.when(ends, TASK.RUN_AT).otherwise(DSL.currentInstant()))
         .set(TASK.FINISHED_AT, DSL.when(ends, ExecuteQueries.clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
-        .set(TASK.ERRORS, DSL.when(cancel, DSL.function("jsonb_concat", SQLDataType.JSONB,
-                DSL.function("jsonb_concat", SQLDataType.JSONB, history, lost), cancelled))
-            .otherwise(DSL.function("jsonb_concat", SQLDataType.JSONB, history, lost)))
+        .set(TASK.ERRORS, DSL.function("jsonb_concat", SQLDataType.JSONB,
+            DSL.function("jsonb_concat", SQLDataType.JSONB, history, lost),
+            DSL.when(cancel, cancelled).otherwise(DSL.inline(JSONB.valueOf("[]")))))
         .setNull(TASK.LEASE_UNTIL)
         .where(TASK.ID.in(DSL.select(expired.field(e.ID)).from(expired)))
         .execute();
