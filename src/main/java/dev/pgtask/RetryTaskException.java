@@ -13,21 +13,39 @@ public class RetryTaskException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
   private final Duration delay;
+  private final Instant at;
 
-  /** Retry after {@code delay} (database clock). */
+  /** Retry after {@code delay}, measured on the database clock from when the failure is recorded. */
   public RetryTaskException(Duration delay, String reason) {
     super(reason);
     this.delay = Objects.requireNonNull(delay, "delay");
+    if (delay.isNegative()) {
+      throw new IllegalArgumentException("retry delay must not be negative: " + delay);
+    }
+    this.at = null;
   }
 
-  /** Retry at {@code instant}. */
+  private RetryTaskException(Instant at, String reason) {
+    super(reason);
+    this.delay = null;
+    this.at = Objects.requireNonNull(at, "instant");
+  }
+
+  /**
+   * Retry at {@code instant}: the task's run_at is set to it as given (an instant in the past means
+   * at once), with no conversion to a delay on this JVM's clock.
+   */
   public static RetryTaskException at(Instant instant, String reason) {
-    Duration d = Duration.between(Instant.now(), instant);
-    return new RetryTaskException(d.isNegative() ? Duration.ZERO : d, reason);
+    return new RetryTaskException(instant, reason);
   }
 
-  /** The delay before the retry. */
+  /** The delay before the retry, or {@code null} when the retry was given as an instant ({@link #at()}). */
   public Duration delay() {
     return delay;
+  }
+
+  /** The instant of the retry, or {@code null} when it was given as a delay. */
+  public Instant at() {
+    return at;
   }
 }

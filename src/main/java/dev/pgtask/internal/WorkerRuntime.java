@@ -7,6 +7,7 @@ import dev.pgtask.internal.producer.Producer;
 import dev.pgtask.PgTaskException;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.WorkerQueries;
+import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,7 +48,8 @@ public final class WorkerRuntime {
     this.config = config;
     this.executor = new Executor(config, stats);
     this.producer = new Producer(config, stats, executor);
-    this.listener = new Listener(config, producer::wake, executor::cancel, this::applyCancelRequests);
+    this.listener = new Listener(config, producer::wake, executor::hint, executor::checkHeldNow);
+    executor.listeningSince(listener::listeningSince);
     this.maintenance = new Maintenance(config, stats, producer::wake, this::heartbeat);
   }
 
@@ -58,7 +60,7 @@ public final class WorkerRuntime {
       }
       started = true;
       register();
-      executor.start();
+      executor.startAll();
       producer.start();
       listener.start();
       // also before the listener has connected: a cancellation it could not hear then is read
@@ -78,8 +80,11 @@ public final class WorkerRuntime {
       stopped = true;
       log.info("pgtask worker {} stopping: {} task(s) in flight", config.workerId(), executor.inFlight());
       localWakeRegistration.run();
-      producer.stop();
-      listener.stop();
+      if (!producer.stop(Duration.ofSeconds(10))) {
+        log.warn("pgtask worker {}: a claim is still in flight after 10 s; its tasks are put back when it returns",
+            config.workerId());
+      }
+      listener.stop(Duration.ofSeconds(5));
       maintenance.stop();
       executor.shutdown(config.shutdownTimeout());
       try {
@@ -113,20 +118,6 @@ public final class WorkerRuntime {
   /** Wakes the producer as a notification would. */
   public void wake() {
     producer.wake();
-  }
-
-  /**
-   * Applies the cancel requests that stand for this worker's tasks. The listener runs it each time
-   * its LISTEN is in place: a request made while it was not listening (starting, reconnecting) was
-   * written down by {@code pgtask.cancel_task}, but its notification went unheard.
-   */
-  private void applyCancelRequests() {
-    WorkerQueries.cancelRequestsFor(Sql.using(config.dataSource()), config.workerId())
-        .forEach((id, attempt) -> {
-          if (executor.cancel(id, attempt)) {
-            log.info("pgtask: cancelling task {}, as requested while this worker was not listening", id);
-          }
-        });
   }
 
   private void heartbeat() {

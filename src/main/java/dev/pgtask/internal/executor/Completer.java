@@ -1,89 +1,85 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.WorkerStats;
-import dev.pgtask.internal.sql.ClaimQueries.Claimed;
 import dev.pgtask.internal.sql.ExecuteQueries;
 import dev.pgtask.internal.sql.ExecuteQueries.Fence;
-import dev.pgtask.internal.sql.Sql;
-import java.time.Duration;
+import java.sql.Connection;
+import java.sql.SQLException;
+import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Supplier;
-import org.jooq.DSLContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Writes plain-mode completions in batches (one fenced UPDATE, one commit, for up to
- * {@value #MAX_BATCH} tasks, at least every {@value #FLUSH_MILLIS} ms), and renews the claim lease
- * of every task this worker holds without a transaction (plain tasks running, claimed tasks
- * waiting to start) every third of the lease.
+ * Writes plain-mode completions in batches: one fenced UPDATE and one commit for up to
+ * {@value #MAX_BATCH} tasks, at least every {@value #FLUSH_MILLIS} ms. Until written, a completed
+ * task stays held here (its lease kept by the {@link LeaseKeeper}); a failed write is tried again.
  */
-final class Completer {
+final class Completer extends Service {
 
   private static final Logger log = LoggerFactory.getLogger(Completer.class);
   static final int MAX_BATCH = 500;
   static final long FLUSH_MILLIS = 5;
 
-  private record Pending(Claimed claimed, Fence fence, long startNanos) {}
+  /** A plain task whose handler returned, waiting for its completion to be written. */
+  private record Pending(LocalTask task, long startNanos) {}
 
   private final WorkerConfig config;
-  private final WorkerStats stats;
-  private final Supplier<List<Long>> heldWithoutTransaction;
-  private final DSLContext dsl;
+  private final OutcomeWriter writer;
+  private final Executor executor;
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition nonEmpty = lock.newCondition();
-  private List<Pending> pending = new ArrayList<>();
-  private volatile boolean running;
-  private Thread thread;
+  private List<Pending> pending = new ArrayList<>(); // guarded by lock
 
-  Completer(WorkerConfig config, WorkerStats stats, Supplier<List<Long>> heldWithoutTransaction) {
+  Completer(WorkerConfig config, OutcomeWriter writer, Executor executor) {
+    super("pgtask-completer-" + config.workerId(), 1);
     this.config = config;
-    this.stats = stats;
-    this.heldWithoutTransaction = heldWithoutTransaction;
-    this.dsl = Sql.using(config.dataSource());
+    this.writer = writer;
+    this.executor = executor;
   }
 
-  void start() {
-    running = true;
-    thread = new Thread(this::run, "pgtask-completer-" + config.workerId());
-    thread.setDaemon(true);
-    thread.start();
-  }
-
-  /** Flushes what is pending and stops. */
-  void stop() {
-    running = false;
+  void complete(LocalTask t, long startNanos) {
     lock.lock();
     try {
-      nonEmpty.signalAll();
-    } finally {
-      lock.unlock();
-    }
-    if (thread != null) {
-      try {
-        thread.join(10_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-    flush(take());
-  }
-
-  void complete(Claimed c, Fence fence, long startNanos) {
-    lock.lock();
-    try {
-      pending.add(new Pending(c, fence, startNanos));
+      pending.add(new Pending(t, startNanos));
       if (pending.size() >= MAX_BATCH || pending.size() == 1) {
         nonEmpty.signal();
       }
     } finally {
       lock.unlock();
     }
+  }
+
+  /** The tasks whose completion is not written yet. */
+  List<LocalTask> pendingTasks() {
+    lock.lock();
+    try {
+      List<LocalTask> out = new ArrayList<>(pending.size());
+      pending.forEach(p -> out.add(p.task()));
+      return out;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  protected void onStop() {
+    lock.lock();
+    try {
+      nonEmpty.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Writes what is still pending (after {@link #stop}): one try, then the leases expire. */
+  void flushRemaining() {
+    flush(take(), false);
   }
 
   private List<Pending> take() {
@@ -97,56 +93,57 @@ final class Completer {
     }
   }
 
-  private void run() {
-    long leaseEvery = Math.max(1, config.leaseDuration().toNanos() / 3);
-    long nextLease = System.nanoTime() + leaseEvery;
-    while (running) {
+  @Override
+  protected void run(int index) {
+    while (isRunning()) {
       lock.lock();
       try {
         if (pending.isEmpty()) {
-          nonEmpty.await(Math.min(250, TimeUnit.NANOSECONDS.toMillis(leaseEvery)), TimeUnit.MILLISECONDS);
+          nonEmpty.await(250, TimeUnit.MILLISECONDS);
         }
       } catch (InterruptedException e) {
-        // stop() decides
+        // the flag decides
       } finally {
         lock.unlock();
       }
-      if (!running) {
+      if (!isRunning()) {
         return;
       }
-      // let a few more completions join the batch
       try {
-        Thread.sleep(FLUSH_MILLIS);
+        Thread.sleep(FLUSH_MILLIS); // let a few more completions join the batch
       } catch (InterruptedException e) {
         // flush anyway
       }
-      flush(take());
-      if (System.nanoTime() >= nextLease) {
-        renewLeases();
-        nextLease = System.nanoTime() + leaseEvery;
-      }
+      flush(take(), true);
     }
   }
 
-  private void flush(List<Pending> batch) {
+  private void flush(List<Pending> batch, boolean retry) {
     for (int from = 0; from < batch.size(); from += MAX_BATCH) {
       List<Pending> part = batch.subList(from, Math.min(batch.size(), from + MAX_BATCH));
       List<Fence> fences = new ArrayList<>(part.size());
       for (Pending p : part) {
-        fences.add(p.fence());
+        fences.add(p.task().fence);
       }
-      try (java.sql.Connection c = config.dataSource().getConnection()) {
+      try (Connection c = config.dataSource().getConnection()) {
         int done = ExecuteQueries.completeAll(c, fences);
-        stats.completed.addAndGet(done);
         if (done < part.size()) {
-          log.info("pgtask: {} plain-mode completion(s) were fenced out (the tasks were rescued meanwhile)",
+          log.info("pgtask: {} plain-mode completion(s) were fenced out (the tasks were cancelled or rescued meanwhile)",
               part.size() - done);
         }
-        for (Pending p : part) {
-          config.metrics().finished(p.claimed().queue(), p.claimed().kind(), "completed",
-              Duration.ofNanos(System.nanoTime() - p.startNanos()));
+        for (int i = 0; i < part.size(); i++) {
+          Pending p = part.get(i);
+          // the statement reports how many, not which: the fenced-out ones (rare) are counted last
+          writer.count(p.task(), new Outcome.Completed(), i < done ? TaskState.completed : null, p.startNanos());
+          executor.finished(p.task());
         }
-      } catch (java.sql.SQLException | RuntimeException e) {
+      } catch (SQLException | RuntimeException e) {
+        if (!retry) {
+          log.warn("pgtask: recording {} completion(s) at shutdown failed ({}); those tasks run again after their lease",
+              part.size(), e.getMessage());
+          part.forEach(p -> executor.finished(p.task()));
+          continue;
+        }
         log.warn("pgtask: recording {} completion(s) failed ({}); retrying", part.size(), e.getMessage());
         lock.lock();
         try {
@@ -154,27 +151,12 @@ final class Completer {
         } finally {
           lock.unlock();
         }
-        if (!running) {
-          return; // at shutdown: the leases expire and rescue re-runs them (at-least-once)
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException ie) {
+          return;
         }
       }
-    }
-  }
-
-  private void renewLeases() {
-    List<Long> ids = heldWithoutTransaction.get();
-    lock.lock();
-    try {
-      for (Pending p : pending) {
-        ids.add(p.claimed().id());
-      }
-    } finally {
-      lock.unlock();
-    }
-    try {
-      ExecuteQueries.extendLeases(dsl, config.workerId(), ids, config.leaseDuration());
-    } catch (RuntimeException e) {
-      log.warn("pgtask: renewing the leases of {} task(s) failed: {}", ids.size(), e.getMessage());
     }
   }
 }

@@ -1,170 +1,268 @@
 package dev.pgtask.internal.executor;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.pgtask.DiscardTaskException;
 import dev.pgtask.HandlerOptions;
-import dev.pgtask.RetryTaskException;
-import dev.pgtask.SnoozeTaskException;
 import dev.pgtask.internal.HandlerEntry;
+import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
 import dev.pgtask.internal.sql.ExecuteQueries;
-import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.ExecuteQueries.HeldState;
 import dev.pgtask.internal.sql.ExecuteQueries.LockResult;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingDeque;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import org.jooq.DSLContext;
-import org.postgresql.PGConnection;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
+import org.postgresql.core.TransactionState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
 /**
- * Runs claimed tasks on {@code concurrency} executor threads.
+ * Runs claimed tasks on {@code concurrency} executor threads. Each claimed task is one
+ * {@link LocalTask} (its lifecycle state, written by the thread that runs it), registered in
+ * {@link #held} from its claim until its outcome is durable; outcomes are decided by
+ * {@link Outcomes} and written by {@link OutcomeWriter}.
  *
- * <p>Transactional tasks (the default): a thread opens a transaction on a pooled connection and
- * {@link ExecuteQueries#lockForExecution re-locks the task's row with fencing} (not ours any
- * more: skip it) in the same statement that takes the tenant's transaction-scoped advisory lock
- * (busy: put the task back for a short delay without spending an attempt) and sets the
- * transaction-local application_name and server-side timeouts; runs the handler on that
- * transaction; marks the task completed; commits. A failing handler is rolled back and its outcome
- * (retry with backoff, discard, snooze, cancelled) is recorded by a fenced statement.
- *
- * <p>With commit batching ({@code commitBatch(n, t)}), a thread that finds more claimed tasks
- * waiting keeps its transaction open for them: it re-locks up to n of them in that one statement,
- * runs each inside its own savepoint (a failure rolls back to the savepoint only; the task's row
- * and tenant locks stay until its failure is recorded at commit), and commits after n tasks, after
- * t, or when nothing waits. Completions are written in one statement at commit.
- *
- * <p>A claim into an idle worker arrives with its first transactional task already re-locked in a
- * transaction the claim opened ({@link #submitStarted}): the thread that takes that task adopts the
- * transaction (ending its own first) instead of opening one.
+ * <p>Transactional tasks (the default) run in a {@link TaskTransaction}: the re-lock (fenced row
+ * lock, tenant lock, transaction-local settings, cancel request) and the task's savepoint in one
+ * round trip; the handler inside the savepoint; on success, the deferred-constraint check, the
+ * savepoint's release, the completion and COMMIT in one round trip; on failure, back to the
+ * savepoint and the outcome written in the same transaction, under the task's row and tenant
+ * locks. With commit batching ({@code commitBatch(n, t)}) a transaction carries up to n tasks,
+ * each in its own savepoint, locked ahead in one statement; if its COMMIT fails, each of its tasks
+ * runs again in a transaction of its own, with no attempt charged, so only the culprit fails.
  *
  * <p>Plain-mode kinds run outside any transaction; their completions are written in batches by the
- * {@link Completer}, which also keeps the leases of tasks held without a transaction alive.
+ * {@link Completer}. Before a plain task starts, the executor makes sure it is still this worker's
+ * and not cancelled (see {@link #mayStartWithoutCheck}).
  *
- * <p>A watchdog interrupts handlers at their deadline and cancels their running statement; the
- * transaction also carries server-side timeouts a little above the task timeout, so a frozen JVM
- * cannot hold a row or a tenant lock for ever.
+ * <p>A watchdog stops handlers at their deadline; the task transaction also carries server-side
+ * timeouts a little above the task timeout, so a frozen JVM cannot hold a row or a tenant lock for
+ * ever. An executor thread never dies while the worker runs: whatever a handler throws is an
+ * outcome, and a failure of pgtask's own code around a task is logged and the thread goes on.
  */
-public final class Executor {
+public final class Executor extends Service {
 
   private static final Logger log = LoggerFactory.getLogger(Executor.class);
-  private static final int MAX_ERROR_LENGTH = 2_000;
-  /** How long a cancellation for a task not claimed here is kept, in case its claim is registered late. */
-  static final int UNCLAIMED_CANCEL_SECONDS = 60;
-  private static final long UNCLAIMED_CANCEL_NANOS = TimeUnit.SECONDS.toNanos(UNCLAIMED_CANCEL_SECONDS);
 
   private final WorkerConfig config;
-  private final WorkerStats stats;
-  private final List<Thread> threads = new ArrayList<>();
-  private final ScheduledExecutorService watchdog;
-  private final LinkedBlockingDeque<Claimed> ready = new LinkedBlockingDeque<>();
-  private final Map<Long, RunningTask> running = new ConcurrentHashMap<>();
-  // claim heads whose transaction the producer opened (ClaimQueries.claimAndStart), by task id
-  private final Map<Long, Group> started = new ConcurrentHashMap<>();
-  // the tasks claimed here and not yet handled: task id -> attempt
-  private final Map<Long, Integer> claimedHere = new ConcurrentHashMap<>();
-  // cancellations of tasks claimed here that had not started when they arrived (see cancel)
-  private final java.util.Set<Long> cancelBeforeStart = ConcurrentHashMap.newKeySet();
-  // cancellations of tasks not (yet) claimed here: task id -> {attempt or -1, nanoTime received}
-  private final Map<Long, long[]> cancelUnclaimed = new ConcurrentHashMap<>();
+  private final Outcomes outcomes;
+  private final OutcomeWriter writer;
   private final Completer completer;
-  private final Object capacityMonitor = new Object();
+  private final LeaseKeeper keeper;
+  private final ScheduledThreadPoolExecutor watchdog;
   private final int capacity;
-  private int outstanding; // guarded by capacityMonitor: claimed tasks not yet handled
+  private final int batchCapacity;
+  /** Every task claimed here whose outcome is not durable yet. Written by the claim and by {@link #finished}. */
+  private final Map<Long, LocalTask> held = new ConcurrentHashMap<>();
+  /** Claimed tasks waiting for a thread, in claim order. */
+  private final LinkedBlockingDeque<LocalTask> ready = new LinkedBlockingDeque<>();
+  /** Claim heads whose transaction the claim opened, by task id: taken by the thread that takes the head. */
+  private final Map<Long, Adopted> adopted = new ConcurrentHashMap<>();
+  private final Object registry = new Object();
+  /** Verified cancel requests for tasks whose claim is not registered yet. Guarded by {@link #registry}. */
+  private Set<Long> verifiedCancels = new HashSet<>();
+  private final AtomicInteger claimsInFlight = new AtomicInteger();
+  private final Object capacityMonitor = new Object();
+  private volatile LongSupplier listeningSince = () -> 0;
   private volatile boolean stopping;
-  private volatile boolean stopped;
+  private volatile boolean closed;
+
+  private record Adopted(Connection conn, LockResult lock) {}
 
   public Executor(WorkerConfig config, WorkerStats stats) {
+    super("pgtask-exec", config.concurrency());
     this.config = config;
-    this.stats = stats;
+    this.outcomes = new Outcomes(config);
+    this.writer = new OutcomeWriter(config, stats);
     this.capacity = config.concurrency() + config.prefetch();
-    java.util.concurrent.ScheduledThreadPoolExecutor timers = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+    this.batchCapacity = Math.max(1, config.commitBatchSize());
+    this.watchdog = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "pgtask-watchdog");
       t.setDaemon(true);
       return t;
     });
-    timers.setRemoveOnCancelPolicy(true); // one timer per task, almost all cancelled: don't keep them queued
-    this.watchdog = timers;
-    this.completer = new Completer(config, stats, this::heldWithoutTransaction);
+    watchdog.setRemoveOnCancelPolicy(true); // one timer per task, almost all cancelled: don't keep them queued
+    this.completer = new Completer(config, writer, this);
+    this.keeper = new LeaseKeeper(config, this);
   }
 
-  public void start() {
-    for (int i = 0; i < config.concurrency(); i++) {
-      Thread t = new Thread(this::loop, "pgtask-exec-" + (i + 1));
-      t.setDaemon(true);
-      threads.add(t);
-      t.start();
-    }
+  /** Starts the executor threads, the completer and the lease keeper. */
+  public void startAll() {
+    start();
     completer.start();
+    keeper.start();
   }
-
-  // ---- capacity, for the producer ----
 
   /**
-   * Blocks until fewer than concurrency + prefetch claimed tasks are outstanding; returns how many
-   * more may be claimed (at most {@code max}).
+   * Where the listener tells since when it listens without a break (System.nanoTime(), 0 while it
+   * does not): a plain task claimed after that may start without a check of its own.
+   */
+  public void listeningSince(LongSupplier since) {
+    this.listeningSince = since;
+  }
+
+  // ---- the claim's side ----
+
+  /**
+   * Blocks until fewer than concurrency + prefetch claimed tasks are held; returns how many more
+   * may be claimed (at most {@code max}).
    */
   public int awaitCapacity(int max) throws InterruptedException {
     // with prefetch, wait for room for a good-sized claim: claiming one task per freed slot would
     // turn the claim round trip into the bottleneck and starve commit batching of waiting tasks
     int minClaim = config.prefetch() == 0 ? 1 : Math.max(1, Math.min(max, (config.prefetch() + 1) / 2));
     synchronized (capacityMonitor) {
-      while (capacity - outstanding < minClaim) {
+      while (capacity - held.size() < minClaim) {
         capacityMonitor.wait();
       }
-      return Math.min(max, capacity - outstanding);
+      return Math.min(max, capacity - held.size());
     }
   }
 
   /** Whether no claimed task is waiting or running here: a task handed over now starts at once. */
   public boolean isIdle() {
-    synchronized (capacityMonitor) {
-      return outstanding == 0;
+    return held.isEmpty();
+  }
+
+  /** A claim is about to be sent; returns the instant to hand to {@link #submitAll}. */
+  public long claimStarting() {
+    claimsInFlight.incrementAndGet();
+    return System.nanoTime();
+  }
+
+  /**
+   * The claim sent at {@code claimNanos} failed: its answer (and the tasks it may have claimed) is
+   * lost. Puts back what this worker's claims left behind, at once instead of after the lease.
+   */
+  public void claimFailed() {
+    claimsInFlight.decrementAndGet();
+    releaseOrphans();
+  }
+
+  /** Hands claimed tasks to the executor threads. */
+  public void submitAll(List<Claimed> tasks, long claimNanos) {
+    List<LocalTask> local = register(tasks, claimNanos);
+    if (closed) {
+      local.forEach(t -> writeAlone(t, new Outcome.Released(), System.nanoTime()));
+      return;
     }
+    ready.addAll(local);
   }
 
   /**
    * Hands claimed tasks to the executor threads, the claim's head first, with the transaction the
-   * claim opened for it (its row and tenant locks taken as {@code headLock} says).
+   * claim opened for it (its row and tenant locks taken as {@code headLock} says, its savepoint open).
    */
-  public void submitStarted(List<Claimed> tasks, Connection transaction, long headId, LockResult headLock) {
-    Group g = new Group(transaction, config.commitBatchSize() > 1);
-    g.prelocked.put(headId, headLock);
-    Claimed head = null;
-    List<Claimed> rest = new ArrayList<>(tasks.size());
-    for (Claimed c : tasks) {
-      if (c.id() == headId) {
-        head = c;
-      } else {
-        rest.add(c);
+  public void submitStarted(List<Claimed> tasks, Connection transaction, long headId, LockResult headLock,
+      long claimNanos) {
+    List<LocalTask> local = register(tasks, claimNanos);
+    LocalTask head = null;
+    for (LocalTask t : local) {
+      if (t.id() == headId) {
+        head = t;
       }
     }
-    if (head == null) { // cannot happen: the head is one of the claimed tasks
-      g.abandon();
-      submitAll(tasks);
+    if (head == null || closed) {
+      try {
+        transaction.rollback();
+        transaction.setAutoCommit(true);
+      } catch (SQLException ignored) {
+        // the pool validates it
+      }
+      try {
+        transaction.close();
+      } catch (SQLException ignored) {
+        // nothing to do
+      }
+      if (closed) {
+        local.forEach(t -> writeAlone(t, new Outcome.Released(), System.nanoTime()));
+      } else {
+        ready.addAll(local);
+      }
       return;
     }
-    claimed(tasks);
-    started.put(headId, g);
+    adopted.put(headId, new Adopted(transaction, headLock));
     ready.offerFirst(head);
-    ready.addAll(rest);
+    for (LocalTask t : local) {
+      if (t != head) {
+        ready.add(t);
+      }
+    }
+  }
+
+  private List<LocalTask> register(List<Claimed> tasks, long claimNanos) {
+    List<LocalTask> local = new ArrayList<>(tasks.size());
+    synchronized (registry) {
+      claimsInFlight.decrementAndGet();
+      for (Claimed c : tasks) {
+        LocalTask t = new LocalTask(c, config.workerId(), claimNanos, runsPlain(c));
+        held.put(c.id(), t);
+        if (verifiedCancels.remove(c.id())) {
+          t.requestStop(LocalTask.Stop.CANCELLED);
+        }
+        local.add(t);
+      }
+    }
+    return local;
+  }
+
+  /** The task's outcome is durable (or it was lost): it is no longer held here. */
+  void finished(LocalTask t) {
+    t.done();
+    if (held.remove(t.id(), t)) {
+      synchronized (capacityMonitor) {
+        capacityMonitor.notifyAll();
+      }
+    }
+  }
+
+  /** Claimed tasks not finished yet (waiting or running). */
+  public int inFlight() {
+    return held.size();
+  }
+
+  /** The ids of the tasks whose handler is running here. */
+  public List<Long> runningTaskIds() {
+    List<Long> ids = new ArrayList<>();
+    for (LocalTask t : held.values()) {
+      if (t.state() == LocalTask.State.RUNNING) {
+        ids.add(t.id());
+      }
+    }
+    return ids;
+  }
+
+  List<LocalTask> held() {
+    return new ArrayList<>(held.values());
+  }
+
+  /** The tasks whose lease must be kept alive: those no transaction of ours has locked. */
+  List<LocalTask> heldWithoutTransaction() {
+    List<LocalTask> out = new ArrayList<>();
+    for (LocalTask t : held.values()) {
+      LocalTask.State s = t.state();
+      if (s == LocalTask.State.WAITING || (t.plain && s != LocalTask.State.DONE)) {
+        out.add(t);
+      }
+    }
+    return out;
   }
 
   /**
@@ -195,272 +293,232 @@ public final class Executor {
     return value;
   }
 
-  /** Hands claimed tasks to the executor threads. */
-  public void submitAll(List<Claimed> tasks) {
-    if (tasks.isEmpty()) {
-      return;
-    }
-    claimed(tasks);
-    ready.addAll(tasks);
-  }
-
-  /** Counts claimed tasks as outstanding here until {@link #handled} (the counterpart). */
-  private void claimed(List<Claimed> tasks) {
-    for (Claimed c : tasks) {
-      claimedHere.put(c.id(), c.attempt());
-    }
-    if (!cancelUnclaimed.isEmpty()) {
-      for (Claimed c : tasks) {
-        long[] request = cancelUnclaimed.remove(c.id());
-        if (request != null && matches(request, c.attempt())) {
-          cancelBeforeStart.add(c.id());
-        }
-      }
-    }
-    synchronized (capacityMonitor) {
-      outstanding += tasks.size();
-    }
-  }
-
-  private static boolean matches(long[] request, int attempt) {
-    return (request[0] < 0 || request[0] == attempt) && System.nanoTime() - request[1] < UNCLAIMED_CANCEL_NANOS;
-  }
-
-  private void handled(Claimed c) {
-    claimedHere.remove(c.id());
-    cancelBeforeStart.remove(c.id());
-    synchronized (capacityMonitor) {
-      outstanding--;
-      capacityMonitor.notifyAll();
-    }
-  }
-
-  /** Claimed tasks not yet handled (waiting or running). */
-  public int inFlight() {
-    synchronized (capacityMonitor) {
-      return outstanding;
-    }
-  }
-
-  /** The ids of the tasks whose handler is running here. */
-  public List<Long> runningTaskIds() {
-    return List.copyOf(running.keySet());
-  }
-
-  private List<Long> heldWithoutTransaction() {
-    List<Long> ids = new ArrayList<>();
-    for (Claimed c : ready) {
-      ids.add(c.id());
-    }
-    for (RunningTask t : running.values()) {
-      if (t.plain) {
-        ids.add(t.claimed.id());
-      }
-    }
-    return ids;
-  }
+  // ---- cancellations: hints, verified against durable state ----
 
   /**
-   * Asks a running task to stop and end cancelled. Returns false when it does not run here. A task
-   * claimed here that has not started yet ends cancelled without running when its turn comes: a
-   * claim's head waiting for its thread, or a task locked ahead by a commit batch, has its row
-   * locked, so {@code pgtask.cancel_task} could not cancel it at once and asked its worker.
-   *
-   * <p>{@code attempt} is the attempt the request was made for (-1: any); a request for another
-   * attempt of the task is ignored. A request for a task not claimed here is kept for
-   * {@value #UNCLAIMED_CANCEL_SECONDS} s and applied if this worker registers that claim meanwhile:
-   * the claim-and-start re-locks its head in the claim's round trip, so the request can arrive
-   * before the claim's answer is read.
+   * A cancellation hint from the control channel naming {@code taskId}. It changes nothing by
+   * itself: a task held here is checked before it starts, and the held tasks are read from the
+   * database soon ({@link LeaseKeeper}); a hint naming a task not held here (nor possibly on its way
+   * from a claim) is dropped without a read.
    */
-  public boolean cancel(long taskId, int attempt) {
-    RunningTask t = running.get(taskId);
-    if (t == null) {
-      Integer claimedAttempt = claimedHere.get(taskId);
-      if (claimedAttempt == null) {
-        long now = System.nanoTime();
-        cancelUnclaimed.values().removeIf(r -> now - r[1] >= UNCLAIMED_CANCEL_NANOS);
-        cancelUnclaimed.put(taskId, new long[] {attempt, now});
-        if (claimedHere.containsKey(taskId) && cancelUnclaimed.remove(taskId) != null) {
-          return cancel(taskId, attempt); // registered meanwhile, without seeing the entry
-        }
-        return false;
-      }
-      if (attempt >= 0 && claimedAttempt != attempt) {
-        return false;
-      }
-      cancelBeforeStart.add(taskId);
-      t = running.get(taskId); // it may have started meanwhile, without seeing the entry
-      if (t == null) {
-        if (!claimedHere.containsKey(taskId)) { // or been handled meanwhile
-          cancelBeforeStart.remove(taskId);
-        }
-        return false;
-      }
-      cancelBeforeStart.remove(taskId);
+  public void hint(long taskId) {
+    LocalTask t = held.get(taskId);
+    if (t != null) {
+      t.markSuspect();
+      keeper.requestCheck();
+    } else if (claimsInFlight.get() > 0) {
+      keeper.requestCheck();
     }
-    if (attempt >= 0 && t.claimed.attempt() != attempt) {
-      return false;
-    }
-    stop(t, RunningTask.StopReason.CANCELLED);
-    return true;
   }
+
+  /** The listener is listening again: what it could not hear meanwhile is read from the database. */
+  public void checkHeldNow() {
+    keeper.check();
+  }
+
+  /** Applies what {@link ExecuteQueries#checkHeld} found. */
+  void apply(Map<Long, HeldState> found) {
+    synchronized (registry) {
+      Set<Long> unregistered = new HashSet<>();
+      found.forEach((id, state) -> {
+        LocalTask t = held.get(id);
+        if (t == null) {
+          if (state == HeldState.CANCEL_REQUESTED) {
+            unregistered.add(id); // verified: owned by this worker, its claim's answer still on its way
+          }
+          return;
+        }
+        LocalTask.Stop stop = state == HeldState.CANCEL_REQUESTED ? LocalTask.Stop.CANCELLED : LocalTask.Stop.LOST;
+        if (t.requestStop(stop)) {
+          log.info("pgtask: task {} attempt {}: {}", id, t.claimed.attempt(),
+              stop == LocalTask.Stop.CANCELLED ? "cancellation requested; stopping it" : "no longer this worker's; stopping it");
+        }
+      });
+      verifiedCancels = unregistered;
+    }
+  }
+
+  // ---- shutdown ----
 
   /**
    * Graceful stop: tasks not yet started are released at once; running tasks get until
-   * {@code grace} to finish, then are interrupted, rolled back and released.
+   * {@code grace} to finish, then are interrupted, rolled back and released. Then whatever this
+   * worker's claims left in the database without a holder is put back.
    */
   public void shutdown(Duration grace) {
     stopping = true;
     long deadline = System.nanoTime() + grace.toNanos();
     try {
-      for (Thread t : threads) {
-        long left = deadline - System.nanoTime();
-        if (left > 0) {
-          t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+      if (!awaitThreads(deadline)) {
+        for (LocalTask t : held.values()) {
+          t.requestStop(LocalTask.Stop.SHUTDOWN);
         }
-      }
-      if (threads.stream().anyMatch(Thread::isAlive)) {
-        for (RunningTask t : running.values()) {
-          stop(t, RunningTask.StopReason.SHUTDOWN);
-        }
-        for (Thread t : threads) {
-          t.join(10_000);
-        }
-        if (threads.stream().anyMatch(Thread::isAlive)) {
+        if (!awaitThreads(System.nanoTime() + TimeUnit.SECONDS.toNanos(10))) {
           log.warn("pgtask: {} task(s) ignored interruption at shutdown; their transactions end with the process",
-              running.size());
+              runningTaskIds().size());
         }
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     } finally {
-      stopped = true;
-      completer.stop();
+      closed = true;
+      stop(Duration.ZERO);
+      keeper.stop(Duration.ofSeconds(5));
+      completer.stop(Duration.ofSeconds(10));
+      completer.flushRemaining();
       watchdog.shutdownNow();
+      releaseOrphans();
     }
   }
 
-  private void stop(RunningTask t, RunningTask.StopReason reason) {
-    if (!t.requestStop(reason)) {
-      return;
-    }
-    synchronized (t) {
-      // under the task's lock: its connection cannot move on to other work meanwhile
-      if (t.detached()) {
-        return;
+  private void releaseOrphans() {
+    List<Long> ids = new ArrayList<>(held.keySet());
+    try {
+      int n = ExecuteQueries.releaseOrphans(Sql.using(config.dataSource()), config.workerId(), ids);
+      if (n > 0) {
+        log.info("pgtask: put back {} task(s) claimed by this worker that it no longer held", n);
       }
-      t.thread.interrupt();
-      Connection c = t.rawConnection();
-      if (c != null) {
-        try {
-          c.unwrap(PGConnection.class).cancelQuery();
-        } catch (Exception e) {
-          log.debug("pgtask: could not cancel the running statement of task {}", t.claimed.id(), e);
-        }
-      }
+    } catch (RuntimeException e) {
+      log.warn("pgtask: could not put back the tasks this worker's claims left behind ({}); they are rescued "
+          + "after their lease", e.getMessage());
     }
   }
 
   // ---- executor threads ----
 
-  private void loop() {
-    Group group = null;
+  /** A task transaction that ended before its commit; {@code culprit}, when known, caused it. */
+  private static final class TransactionLost extends Exception {
+    private static final long serialVersionUID = 1L;
+    final transient LocalTask culprit;
+    final boolean endedByHandler;
+
+    TransactionLost(Throwable cause, LocalTask culprit, boolean endedByHandler) {
+      super(cause);
+      this.culprit = culprit;
+      this.endedByHandler = endedByHandler;
+    }
+  }
+
+  /** What one executor thread works on: its open transaction, and tasks to run alone. */
+  private final class Worker {
+    TaskTransaction tx;
+    /** Tasks of a failed commit batch: each runs again in a transaction of its own. */
+    final ArrayDeque<LocalTask> alone = new ArrayDeque<>();
+  }
+
+  @Override
+  protected void run(int index) {
+    Worker w = new Worker();
     while (true) {
-      Claimed c;
+      LocalTask t;
+      boolean runAlone = false;
       try {
-        if (group != null && !group.pending.isEmpty()) {
-          c = group.pending.poll();
-        } else if (group != null) {
-          c = ready.poll();
+        if (!w.alone.isEmpty()) {
+          commit(w);
+          t = w.alone.poll();
+          runAlone = true;
+        } else if (w.tx != null && !w.tx.pending.isEmpty()) {
+          t = w.tx.pending.poll();
+        } else if (w.tx != null) {
+          t = ready.poll();
+          if (t == null) {
+            commit(w);
+            continue;
+          }
         } else if (stopping) {
-          c = ready.poll();
-          if (c == null) {
+          t = ready.poll();
+          if (t == null) {
             return;
           }
         } else {
-          c = ready.poll(200, TimeUnit.MILLISECONDS);
-          if (c == null) {
+          t = ready.poll(200, TimeUnit.MILLISECONDS);
+          if (t == null) {
             continue;
           }
         }
       } catch (InterruptedException e) {
         continue; // only stop requests interrupt: the loop checks the flags
-      }
-      if (c == null) {
-        commit(group);
-        group = null;
+      } catch (Throwable e) {
+        log.error("pgtask: unexpected failure committing a task transaction", e);
+        abandon(w);
         continue;
       }
-      Group opened = started.remove(c.id());
-      if (opened != null) {
+      LocalTask task = t;
+      boolean alone = runAlone;
+      withMdc(task, () -> runOne(w, task, alone));
+      Thread.interrupted(); // an interrupt meant for a handler must not hit the next task
+    }
+  }
+
+  private void runOne(Worker w, LocalTask t, boolean alone) {
+    try {
+      Adopted a = adopted.remove(t.id());
+      if (a != null) {
         // a claim's head, whose transaction the claim opened: this thread's transaction ends first
         // (its next task must not wait for a row lock that a transaction without a thread holds)
-        commit(group);
-        group = opened;
+        commit(w);
+        w.tx = TaskTransaction.adopt(a.conn(), batchCapacity, t.id(), a.lock());
       }
+      if (stopping && (w.tx == null || !w.tx.hasLocked(t))) {
+        writeAlone(t, new Outcome.Released(), System.nanoTime());
+        return;
+      }
+      HandlerEntry<?> handler = config.handlers().get(t.claimed.kind());
+      if (t.plain) {
+        commit(w);
+        runPlain(t, handler);
+        return;
+      }
+      if (alone) {
+        commit(w);
+      }
+      if (w.tx == null) {
+        try {
+          w.tx = TaskTransaction.open(config.dataSource(), alone ? 1 : batchCapacity);
+        } catch (SQLException e) {
+          log.warn("pgtask: no connection to run task {} ({}); putting it back", t.id(), e.getMessage());
+          writeAlone(t, new Outcome.Released(), System.nanoTime());
+          return;
+        }
+      }
+      TaskTransaction tx = w.tx;
       try {
-        if (stopping) {
-          if (group != null && group.prelocked.containsKey(c.id())) {
-            // its row is locked by the group's transaction: released there, at commit
-            group.record(c, Outcome.release(), System.nanoTime());
-          } else {
-            releaseUnstarted(c);
-          }
-          continue;
+        if (!tx.hasLocked(t)) {
+          lockAhead(tx, t);
         }
-        HandlerEntry<?> handler = config.handlers().get(c.kind());
-        if (runsPlain(c)) {
-          if (group != null) {
-            commit(group);
-            group = null;
-          }
-          withMdc(c, () -> runPlain(c, handler));
-          continue;
-        }
-        if (group == null) {
-          group = Group.open(config);
-          if (group == null) {
-            releaseUnstarted(c);
-            continue;
-          }
-        }
-        Group g = group;
-        if (!g.prelocked.containsKey(c.id())) {
-          prelock(g, c);
-        }
-        withMdc(c, () -> runInGroup(g, c, handler));
-        if (g.broken || (g.pending.isEmpty() && (g.size() >= config.commitBatchSize()
-            || System.nanoTime() - g.startNanos >= config.commitBatchTime().toNanos()))) {
-          commit(g);
-          group = null;
-        }
-      } catch (RuntimeException e) {
-        log.error("pgtask: unexpected failure around task {}; it will be rescued after its lease", c.id(), e);
-      } finally {
-        handled(c);
-        Thread.interrupted(); // an interrupt meant for a handler must not hit the next task
+        runInTransaction(tx, t, handler);
+      } catch (TransactionLost lost) {
+        transactionLost(w, t, lost);
+        return;
       }
+      if (tx.pending.isEmpty() && (tx.size() >= tx.capacity
+          || System.nanoTime() - tx.startNanos >= config.commitBatchTime().toNanos())) {
+        commit(w);
+      }
+    } catch (Throwable e) {
+      // pgtask's own code failed around the task (a handler's throwable is an outcome, never here)
+      log.error("pgtask: unexpected failure around task {}; its transaction is rolled back and it runs again "
+          + "after its lease", t.id(), e);
+      abandon(w);
+      finished(t);
     }
   }
 
   /**
-   * Locks {@code first} for execution in the group's transaction; with commit batching, also up to
-   * the batch's remaining room of waiting transactional tasks, all in one round trip (their rows
-   * and tenant locks are held by the group's transaction until it commits either way). They run
-   * next, in claim order.
+   * Locks {@code first} for execution in the transaction; with commit batching, also up to the
+   * transaction's remaining room of waiting transactional tasks, in the same round trip (their rows
+   * and tenant locks are held until it commits either way). They run next, in claim order.
    */
-  private void prelock(Group g, Claimed first) {
-    List<Claimed> chunk = new ArrayList<>();
+  private void lockAhead(TaskTransaction tx, LocalTask first) throws TransactionLost {
+    List<LocalTask> chunk = new ArrayList<>();
     chunk.add(first);
-    int room = config.commitBatchSize() - g.size() - 1;
+    int room = tx.capacity - tx.size() - 1;
     while (room > 0) {
-      Claimed next = ready.poll();
+      LocalTask next = ready.poll();
       if (next == null) {
         break;
       }
       // a plain task runs outside; a claim's head is locked by its own transaction already (locking
-      // it here would wait for that transaction, which waits for a thread)
-      if (runsPlain(next) || started.containsKey(next.id())) {
+      // it here would wait for that transaction, which waits for a thread); a stopped one needs no lock
+      if (next.plain || adopted.containsKey(next.id()) || next.stopReason() != LocalTask.Stop.NONE) {
         ready.offerFirst(next);
         break;
       }
@@ -468,325 +526,328 @@ public final class Executor {
       room--;
     }
     long serverTimeoutMillis = 0;
-    List<Fence> fences = new ArrayList<>(chunk.size());
-    for (Claimed c : chunk) {
-      fences.add(fence(c));
-      serverTimeoutMillis = Math.max(serverTimeoutMillis, serverTimeoutMillis(config.handlers().get(c.kind())));
+    for (LocalTask t : chunk) {
+      serverTimeoutMillis = Math.max(serverTimeoutMillis, serverTimeoutMillis(config.handlers().get(t.claimed.kind())));
     }
-    Map<Long, LockResult> locks;
     try {
-      locks = ExecuteQueries.lockForExecution(g.conn, fences, applicationName(first), serverTimeoutMillis,
-          config.tenantLockNamespace());
+      tx.lock(chunk, applicationName(first), serverTimeoutMillis, config.tenantLockNamespace());
     } catch (SQLException | RuntimeException e) {
-      g.broken = true;
-      g.failure = e;
-      locks = Map.of();
-    }
-    for (Claimed c : chunk) {
-      g.prelocked.put(c.id(), g.broken ? LockResult.LOCKED : locks.getOrDefault(c.id(), LockResult.FENCED_OUT));
-    }
-    g.pending.addAll(chunk.subList(1, chunk.size()));
-  }
-
-  private void releaseUnstarted(Claimed c) {
-    Fence fence = fence(c);
-    try {
-      TaskState state = ExecuteQueries.release(Sql.using(config.dataSource()), fence, Duration.ZERO);
-      if (state == TaskState.available) {
-        stats.released.incrementAndGet();
-        config.metrics().finished(c.queue(), c.kind(), "released", Duration.ZERO);
-      } else if (state == TaskState.cancelled) { // a cancellation was requested while it was held
-        stats.cancelled.incrementAndGet();
-        config.metrics().finished(c.queue(), c.kind(), "cancelled", Duration.ZERO);
+      // the chunk's later tasks were not run: they go back to the front of the queue
+      for (int i = chunk.size() - 1; i > 0; i--) {
+        tx.pending.remove(chunk.get(i));
+        ready.offerFirst(chunk.get(i));
       }
-    } catch (RuntimeException e) {
-      log.warn("pgtask: could not release task {} ({}); it will be rescued after its lease", c.id(), e.getMessage());
+      throw new TransactionLost(e, null, false);
     }
   }
 
-  private Fence fence(Claimed c) {
-    return new Fence(c.id(), config.workerId(), c.attempt());
-  }
-
-  /** Runs one transactional task, locked by {@link #prelock}, inside the group's open transaction. */
-  private <T> void runInGroup(Group g, Claimed c, HandlerEntry<T> handler) {
-    Fence fence = fence(c);
+  /** Runs one transactional task, locked by {@link #lockAhead}, inside the open transaction. */
+  private <T> void runInTransaction(TaskTransaction tx, LocalTask t, HandlerEntry<T> handler) throws TransactionLost {
     long startNanos = System.nanoTime();
-    Payload<T> payload;
-    try {
-      payload = parse(c, handler);
-    } catch (Exception e) {
-      g.record(c, payloadMismatch(handler, e), startNanos);
-      return;
-    }
-    if (g.broken) {
-      g.members.add(new Member(c, (Fence) null, startNanos));
-      return;
-    }
-    LockResult lock = g.prelocked.get(c.id());
+    LockResult lock = tx.lockOf(t);
     if (lock == LockResult.FENCED_OUT) {
-      log.info("pgtask: task {} attempt {} is no longer ours; abandoned", c.id(), c.attempt());
+      log.info("pgtask: task {} attempt {} is no longer ours; abandoned", t.id(), t.claimed.attempt());
+      finished(t);
       return;
     }
+    Outcome outcome;
     if (lock == LockResult.TENANT_BUSY) {
-      stats.deferred.incrementAndGet();
-      config.metrics().tenantDeferred(c.queue());
-      g.record(c, Outcome.defer(config.tenantDeferDelay()), startNanos);
-      return;
-    }
-    Duration timeout = timeout(handler);
-    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payload.node(), false);
-    // with commit batching the task's savepoint is opened lazily, before the handler's first
-    // database call: a handler that does no database work needs none
-    boolean[] savepoint = new boolean[1];
-    Connection handlerConnection = TaskConnection.wrap(g.conn, () -> {
-      if (g.batching) {
-        // one round trip (the driver pipelines both statements): the savepoint, and
-        // application_name naming this task (a batch's lock statement named its first task)
-        try (PreparedStatement ps = g.conn.prepareStatement(
-            "SAVEPOINT pgtask_task; SELECT set_config('application_name', ?, true)")) {
-          ps.setString(1, applicationName(c));
-          ps.execute();
-        }
-        savepoint[0] = true;
-      }
-    });
-    task.attach(handlerConnection, Sql.using(handlerConnection), g.conn);
-    Outcome outcome = supervise(task, handler, payload.value(), timeout);
-    // Success keeps the handler's work, failure undoes it: back to the savepoint, or the whole
-    // (single-task) transaction. The savepoint is then released, so the next task's row lock and
-    // the completions at commit are taken by the top-level transaction: a row locked by one
-    // subtransaction and updated by another would make PostgreSQL create a MultiXact per task.
-    try {
-      if (outcome != null && !g.batching) {
-        g.conn.rollback();
-      }
-      // batching without a savepoint: the handler never touched the database, nothing to undo
-      if (savepoint[0]) {
-        try (Statement st = g.conn.createStatement()) {
-          st.execute(outcome != null ? "ROLLBACK TO SAVEPOINT pgtask_task; RELEASE SAVEPOINT pgtask_task"
-              : "RELEASE SAVEPOINT pgtask_task");
-        }
-      }
-    } catch (SQLException e) {
-      g.broken = true;
-      g.failure = e;
-      g.members.add(new Member(c, (Fence) null, startNanos));
-      return;
-    }
-    if (outcome == null) {
-      g.completed.add(new Member(c, fence, startNanos));
+      outcome = new Outcome.Deferred(config.tenantDeferDelay());
+    } else if (lock == LockResult.CANCEL_REQUESTED) {
+      outcome = new Outcome.Cancelled(ExecuteQueries.CANCELLED_AS_REQUESTED);
+    } else if (t.stopReason() != LocalTask.Stop.NONE) {
+      outcome = outcomes.ofStop(t, t.stopReason());
+    } else if (stopping) {
+      outcome = new Outcome.Released();
     } else {
-      g.record(c, outcome, startNanos);
-    }
-  }
-
-  /** Runs the handler; returns null on success (completion pending), else what to record. */
-  private <T> Outcome runHandler(HandlerEntry<T> handler, RunningTask task, T payload) {
-    Claimed c = task.claimed;
-    try {
-      handler.handler().handle(task, payload);
-      return task.stopReason() == RunningTask.StopReason.NONE ? null : outcomeOfStop(task);
-    } catch (Throwable t) {
-      if (task.stopReason() != RunningTask.StopReason.NONE) {
-        return outcomeOfStop(task);
-      }
-      if (t instanceof Error e && !(t instanceof AssertionError) && !(t instanceof StackOverflowError)) {
-        throw e;
-      }
-      if (t instanceof SnoozeTaskException s) {
-        return Outcome.snooze(s.delay());
-      }
-      if (t instanceof DiscardTaskException d) {
-        return Outcome.discard("discarded by handler: " + d.getMessage());
-      }
-      if (t instanceof RetryTaskException r) {
-        return Outcome.retry(describe(t), r.delay());
-      }
-      log.warn("pgtask: task {} attempt {} failed: {}", c.id(), c.attempt(), t.toString());
-      return Outcome.retry(describe(t), backoff(c.attempt()));
-    }
-  }
-
-  private Outcome outcomeOfStop(RunningTask task) {
-    return switch (task.stopReason()) {
-      case CANCELLED -> Outcome.cancelled();
-      case SHUTDOWN -> Outcome.release();
-      case TIMED_OUT -> Outcome.retry("timed out after "
-          + Duration.between(task.claimed.claimedAt(), task.deadline).toMillis() + " ms", backoff(task.claimed.attempt()));
-      case NONE -> throw new IllegalStateException("not stopped");
-    };
-  }
-
-  /** Writes the group's completions and outcomes, commits, and reports; on failure, retries each task. */
-  private void commit(Group g) {
-    if (g == null) {
-      return;
-    }
-    // tasks locked ahead but not run (the transaction broke): they share its fate below
-    while (!g.pending.isEmpty()) {
-      Claimed c = g.pending.poll();
-      g.members.add(new Member(c, (Fence) null, System.nanoTime()));
-      handled(c);
-    }
-    try {
-      if (!g.broken) {
-        List<Fence> fences = new ArrayList<>(g.completed.size());
-        for (Member m : g.completed) {
-          fences.add(m.fence);
-        }
-        int done;
-        if (g.outcomes.isEmpty()) {
-          done = ExecuteQueries.completeAllAndCommit(g.conn, fences);
-        } else {
-          done = ExecuteQueries.completeAll(g.conn, fences);
-          for (Member m : g.outcomes) {
-            recordOutcome(g.tx, m.claimed, m.outcome, m.startNanos);
-          }
-          g.conn.commit();
-        }
-        if (done != fences.size()) {
-          // cannot happen while the rows stay locked from the re-lock to the commit
-          log.warn("pgtask: {} of {} completions were fenced out at commit", fences.size() - done, fences.size());
-        }
-        for (Member m : g.completed) {
-          stats.completed.incrementAndGet();
-          report(m.claimed, "completed", m.startNanos);
-        }
-        for (Member m : g.outcomes) {
-          countOutcome(m);
-        }
-        g.close();
+      Payload<T> payload;
+      try {
+        payload = parse(t, handler);
+      } catch (Exception e) {
+        outcome = payloadMismatch(t, handler, e);
+        record(tx, t, outcome, startNanos);
         return;
       }
-    } catch (SQLException | RuntimeException e) {
-      g.broken = true;
-      g.failure = e;
-    }
-    // the transaction is lost with everything in it: each of its tasks gets a fenced retry
-    String why = "task transaction failed: " + describe(g.failure);
-    log.warn("pgtask: {} ({} task(s) affected)", why, g.completed.size() + g.outcomes.size() + g.members.size());
-    g.abandon();
-    List<Claimed> affected = new ArrayList<>();
-    g.completed.forEach(m -> affected.add(m.claimed));
-    g.outcomes.forEach(m -> affected.add(m.claimed));
-    g.members.forEach(m -> affected.add(m.claimed));
-    DSLContext dsl = Sql.using(config.dataSource());
-    for (Claimed c : affected) {
-      try {
-        TaskState state = ExecuteQueries.fail(dsl, fence(c), why, backoff(c.attempt()), false);
-        if (state == TaskState.retryable) {
-          stats.retried.incrementAndGet();
-        } else if (state == TaskState.cancelled) {
-          stats.cancelled.incrementAndGet();
+      Duration timeout = outcomes.timeout(t);
+      Connection handlerConnection = TaskConnection.wrap(tx.conn, () -> tx.ensureSavepoint(applicationName(t)));
+      t.running(handlerConnection, Sql.using(handlerConnection), tx.conn, payload.node(),
+          t.claimed.claimedAt().plus(timeout));
+      outcome = supervise(t, handler, payload.value(), timeout);
+      t.finishing();
+      TransactionState state = tx.transactionState();
+      if (state == TransactionState.IDLE) {
+        throw new TransactionLost(new SQLException("the handler ended the task's transaction"), t, true);
+      }
+      if (state == TransactionState.FAILED && outcome instanceof Outcome.Completed) {
+        outcome = outcomes.abortedByHandler(t);
+      }
+      if (outcome instanceof Outcome.Completed) {
+        if (tx.capacity > 1) {
+          savepointStep(tx, t, false); // a transaction of one task releases it with its commit
         }
-      } catch (RuntimeException e) {
-        log.warn("pgtask: could not record the failure of task {} ({}); it will be rescued after its lease",
-            c.id(), e.getMessage());
+        tx.completed.add(new TaskTransaction.Run(t, outcome, null, startNanos));
+        return;
       }
+      savepointStep(tx, t, true);
+    }
+    record(tx, t, outcome, startNanos);
+  }
+
+  /** Releases or rolls back to the task's savepoint; a missing savepoint means the handler ended the transaction. */
+  private static void savepointStep(TaskTransaction tx, LocalTask t, boolean rollback) throws TransactionLost {
+    try {
+      if (rollback) {
+        tx.rollbackToSavepoint();
+      } else {
+        tx.releaseSavepointIfOpen();
+      }
+    } catch (SQLException e) {
+      boolean ended = "3B001".equals(e.getSQLState()) || tx.transactionState() == TransactionState.IDLE;
+      throw new TransactionLost(e, t, ended || rollback);
     }
   }
 
-  private void recordOutcome(DSLContext dsl, Claimed c, Outcome o, long startNanos) {
-    Fence fence = fence(c);
-    switch (o.kind) {
-      case RETRY, DISCARD -> o.resultState = ExecuteQueries.fail(dsl, fence, o.error, o.delay, o.kind == Outcome.Kind.DISCARD);
-      case RELEASE, DEFER -> {
-        o.resultState = ExecuteQueries.release(dsl, fence, o.delay);
-        o.applied = o.resultState != null;
-      }
-      case SNOOZE -> {
-        o.resultState = ExecuteQueries.snooze(dsl, fence, o.delay);
-        o.applied = o.resultState != null;
-      }
-      case CANCELLED -> o.applied = ExecuteQueries.cancelled(dsl, fence, "cancelled while running") == 1;
+  /** Writes a task's outcome in the transaction that holds its locks; it is durable with the commit. */
+  private void record(TaskTransaction tx, LocalTask t, Outcome outcome, long startNanos) throws TransactionLost {
+    try {
+      tx.releaseSavepointIfOpen(); // the row is written at the top level, never inside a savepoint
+      TaskState result = writer.write(tx.dsl, t, outcome);
+      tx.recorded.add(new TaskTransaction.Run(t, outcome, result, startNanos));
+    } catch (SQLException | RuntimeException e) {
+      throw new TransactionLost(e, null, false);
     }
   }
 
-  private void countOutcome(Member m) {
-    Outcome o = m.outcome;
-    // any of them ends cancelled when a cancellation was requested while the task ran
-    String name = o.resultState == TaskState.cancelled ? "cancelled" : switch (o.kind) {
-      case RETRY, DISCARD -> o.resultState == TaskState.discarded ? "discarded"
-          : o.resultState == TaskState.retryable ? "retried" : null;
-      case RELEASE -> o.applied ? "released" : null;
-      case DEFER -> null;
-      case SNOOZE -> o.applied ? "snoozed" : null;
-      case CANCELLED -> o.applied ? "cancelled" : null;
-    };
-    if (name == null) {
+  /** Commits the thread's open transaction, if any, and reports its tasks. */
+  private void commit(Worker w) {
+    TaskTransaction tx = w.tx;
+    if (tx == null) {
       return;
     }
-    switch (name) {
-      case "discarded" -> stats.discarded.incrementAndGet();
-      case "retried" -> stats.retried.incrementAndGet();
-      case "released" -> stats.released.incrementAndGet();
-      case "cancelled" -> stats.cancelled.incrementAndGet();
-      default -> { }
+    w.tx = null;
+    int done;
+    try {
+      done = tx.commit(tx.capacity == 1);
+    } catch (SQLException e) {
+      if (tx.capacity == 1 && tx.completed.size() == 1 && tx.transactionState() == TransactionState.FAILED) {
+        // the check of the task's deferred constraints (or its savepoint's release) failed before
+        // the COMMIT: the savepoint is still there, with the row and tenant locks above it
+        LocalTask t = tx.completed.get(0).task();
+        long startNanos = tx.completed.get(0).startNanos();
+        tx.completed.clear();
+        try {
+          tx.rollbackToSavepoint();
+          record(tx, t, outcomes.ofFailure(t, e), startNanos);
+          w.tx = tx;
+          commit(w);
+          return;
+        } catch (SQLException | TransactionLost again) {
+          tx.completed.add(new TaskTransaction.Run(t, new Outcome.Completed(), null, startNanos));
+          boolean ended = again instanceof SQLException s && "3B001".equals(s.getSQLState());
+          transactionLost(w, tx, null, new TransactionLost(e, ended ? t : null, ended));
+          return;
+        }
+      }
+      transactionLost(w, tx, null, new TransactionLost(e, null, false));
+      return;
     }
-    report(m.claimed, name, m.startNanos);
+    int i = 0;
+    for (TaskTransaction.Run r : tx.completed) {
+      writer.count(r.task(), r.outcome(), i++ < done ? TaskState.completed : null, r.startNanos());
+      finished(r.task());
+    }
+    for (TaskTransaction.Run r : tx.recorded) {
+      writer.count(r.task(), r.outcome(), r.result(), r.startNanos());
+      finished(r.task());
+    }
+    tx.close();
   }
 
-  private void report(Claimed c, String outcome, long startNanos) {
-    config.metrics().finished(c.queue(), c.kind(), outcome, Duration.ofNanos(System.nanoTime() - startNanos));
+  private void transactionLost(Worker w, LocalTask current, TransactionLost lost) {
+    TaskTransaction tx = w.tx;
+    w.tx = null;
+    transactionLost(w, tx, current, lost);
+  }
+
+  /**
+   * The transaction ended without committing (its connection, the server, its COMMIT, or a handler
+   * that ended it): everything in it is gone. A transaction of one task: that task's attempt fails,
+   * recorded in a new transaction. A commit batch: the culprit, when known, fails; every other task
+   * it carried runs again alone, in the same attempt.
+   */
+  private void transactionLost(Worker w, TaskTransaction tx, LocalTask current, TransactionLost lost) {
+    tx.abandon();
+    List<LocalTask> carried = new ArrayList<>();
+    tx.completed.forEach(r -> carried.add(r.task()));
+    tx.recorded.forEach(r -> carried.add(r.task()));
+    carried.addAll(tx.pending);
+    if (current != null && !carried.contains(current)) {
+      carried.add(current);
+    }
+    Throwable cause = lost.getCause();
+    LocalTask culprit = lost.culprit != null ? lost.culprit : carried.size() == 1 ? carried.get(0) : null;
+    if (carried.size() > 1) {
+      log.warn("pgtask: a task transaction carrying {} tasks failed ({}); {}", carried.size(), Outcomes.describe(cause),
+          culprit == null ? "each runs again in a transaction of its own" : "task " + culprit.id()
+              + " caused it; the others run again in transactions of their own");
+    }
+    List<LocalTask> again = new ArrayList<>();
+    for (LocalTask t : carried) {
+      if (t == culprit) {
+        Outcome o = lost.endedByHandler ? outcomes.endedByHandler(t)
+            : t.stopReason() == LocalTask.Stop.NONE ? outcomes.transactionFailed(t, cause) : outcomes.ofStop(t, t.stopReason());
+        log.warn("pgtask: task {} attempt {}: {}", t.id(), t.claimed.attempt(),
+            o instanceof Outcome.Failed f ? f.error() : o.name());
+        writeAlone(t, o, System.nanoTime());
+      } else {
+        again.add(t);
+      }
+    }
+    if (!again.isEmpty()) {
+      // their rows are unlocked now: keep their leases from running out while they wait
+      List<Long> ids = new ArrayList<>();
+      again.forEach(t -> ids.add(t.id()));
+      long sent = System.nanoTime();
+      try {
+        List<Long> renewed = ExecuteQueries.extendLeases(Sql.using(config.dataSource()), config.workerId(), ids,
+            config.leaseDuration());
+        for (LocalTask t : again) {
+          if (renewed.contains(t.id())) {
+            t.leaseRenewed(sent);
+          }
+        }
+      } catch (RuntimeException e) {
+        log.warn("pgtask: renewing the leases of {} task(s) failed: {}", ids.size(), e.getMessage());
+      }
+      for (LocalTask t : again) {
+        t.requeued();
+        w.alone.add(t);
+      }
+    }
+  }
+
+  private void abandon(Worker w) {
+    TaskTransaction tx = w.tx;
+    w.tx = null;
+    if (tx == null) {
+      return;
+    }
+    tx.abandon();
+    tx.completed.forEach(r -> finished(r.task()));
+    tx.recorded.forEach(r -> finished(r.task()));
+    tx.pending.forEach(this::finished);
+  }
+
+  /** Writes an outcome outside any task transaction (autocommit), counts it, and lets the task go. */
+  private void writeAlone(LocalTask t, Outcome o, long startNanos) {
+    try {
+      TaskState result = writer.write(Sql.using(config.dataSource()), t, o);
+      writer.count(t, o, result, startNanos);
+    } catch (RuntimeException e) {
+      log.warn("pgtask: could not record the outcome of task {} ({}); it will be rescued after its lease",
+          t.id(), e.getMessage());
+    } finally {
+      finished(t);
+    }
   }
 
   // ---- plain mode ----
 
-  private <T> void runPlain(Claimed c, HandlerEntry<T> handler) {
-    Fence fence = fence(c);
+  private <T> void runPlain(LocalTask t, HandlerEntry<T> handler) {
     long startNanos = System.nanoTime();
-    Payload<T> payload;
-    try {
-      payload = parse(c, handler);
-    } catch (Exception e) {
-      finishPlain(c, payloadMismatch(handler, e), startNanos);
+    if (!mayStartWithoutCheck(t)) {
+      keeper.check(); // applies the cancel requests and lost claims it finds as stop requests
+      if (t.stopReason() == LocalTask.Stop.NONE && !stillOurs(t)) {
+        log.info("pgtask: task {} attempt {} was cancelled or rescued before it started; not running it",
+            t.id(), t.claimed.attempt());
+        finished(t);
+        return;
+      }
+    }
+    if (t.stopReason() != LocalTask.Stop.NONE) {
+      writeAlone(t, outcomes.ofStop(t, t.stopReason()), startNanos);
       return;
     }
-    Duration timeout = timeout(handler);
-    RunningTask task = new RunningTask(c, fence, c.claimedAt().plus(timeout), config.workerId(), payload.node(), true);
-    Outcome outcome = supervise(task, handler, payload.value(), timeout);
-    if (outcome == null) {
-      completer.complete(c, fence, startNanos);
+    Payload<T> payload;
+    try {
+      payload = parse(t, handler);
+    } catch (Exception e) {
+      writeAlone(t, payloadMismatch(t, handler, e), startNanos);
+      return;
+    }
+    Duration timeout = outcomes.timeout(t);
+    t.running(null, null, null, payload.node(), t.claimed.claimedAt().plus(timeout));
+    Outcome outcome = supervise(t, handler, payload.value(), timeout);
+    t.finishing();
+    if (outcome instanceof Outcome.Completed) {
+      completer.complete(t, startNanos);
     } else {
-      finishPlain(c, outcome, startNanos);
+      writeAlone(t, outcome, startNanos);
     }
   }
 
-  private void finishPlain(Claimed c, Outcome o, long startNanos) {
+  /**
+   * Whether a plain task may start on what this worker already knows: no cancellation hint named
+   * it, the listener has listened without a break since before the task was claimed (so a
+   * {@code cancel_task} since then would have been heard), and its lease was renewed less than half
+   * a lease ago (so no rescue can have taken it). Otherwise the database is asked first: the
+   * task's cancel requests and whether it is still this worker's claim, then its lease is renewed
+   * ({@link #stillOurs}).
+   */
+  private boolean mayStartWithoutCheck(LocalTask t) {
+    long since = listeningSince.getAsLong();
+    return !t.suspect() && since != 0 && since - t.claimedNanos < 0
+        && System.nanoTime() - t.leaseFromNanos() < config.leaseDuration().toNanos() / 2;
+  }
+
+  /** Renews the task's lease: it succeeds only while the task is running as this worker's claim. */
+  private boolean stillOurs(LocalTask t) {
+    long sent = System.nanoTime();
     try {
-      recordOutcome(Sql.using(config.dataSource()), c, o, startNanos);
-      countOutcome(new Member(c, o, startNanos));
+      boolean ours = !ExecuteQueries.extendLeases(Sql.using(config.dataSource()), config.workerId(),
+          List.of(t.id()), config.leaseDuration()).isEmpty();
+      if (ours) {
+        t.leaseRenewed(sent);
+      }
+      return ours;
     } catch (RuntimeException e) {
-      log.warn("pgtask: could not record the outcome of task {} ({}); it will be rescued after its lease",
-          c.id(), e.getMessage());
+      log.warn("pgtask: could not check task {} before starting it ({}); putting it back", t.id(), e.getMessage());
+      return false;
     }
   }
 
   // ---- helpers ----
 
   /**
-   * Runs the handler under the watchdog (interrupted at {@code timeout}) and visible to
-   * {@link #cancel} and shutdown; returns null on success, else what to record.
+   * Runs the handler under the watchdog (stopped at {@code timeout}); returns its outcome. Every
+   * throwable is an outcome.
    */
-  private <T> Outcome supervise(RunningTask task, HandlerEntry<T> handler, T payload, Duration timeout) {
+  private <T> Outcome supervise(LocalTask t, HandlerEntry<T> handler, T payload, Duration timeout) {
     ScheduledFuture<?> timer = null;
     try {
-      running.put(task.claimed.id(), task);
-      if (cancelBeforeStart.remove(task.claimed.id())) {
-        task.requestStop(RunningTask.StopReason.CANCELLED);
-      }
-      timer = watchdog.schedule(() -> stop(task, RunningTask.StopReason.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
+      timer = watchdog.schedule(() -> t.requestStop(LocalTask.Stop.TIMED_OUT), timeout.toMillis(), TimeUnit.MILLISECONDS);
       if (stopping) {
-        task.requestStop(RunningTask.StopReason.SHUTDOWN);
+        t.requestStop(LocalTask.Stop.SHUTDOWN);
       }
-      return task.stopReason() == RunningTask.StopReason.NONE ? runHandler(handler, task, payload) : outcomeOfStop(task);
+      if (t.stopReason() != LocalTask.Stop.NONE) {
+        return outcomes.ofStop(t, t.stopReason());
+      }
+      handler.handler().handle(t, payload);
+      return t.stopReason() == LocalTask.Stop.NONE ? new Outcome.Completed() : outcomes.ofStop(t, t.stopReason());
+    } catch (Throwable e) {
+      if (t.stopReason() != LocalTask.Stop.NONE) {
+        return outcomes.ofStop(t, t.stopReason());
+      }
+      if (e instanceof Error) {
+        log.error("pgtask: task {} attempt {} failed with an error", t.id(), t.claimed.attempt(), e);
+      } else if (!(e instanceof dev.pgtask.SnoozeTaskException) && !(e instanceof dev.pgtask.DiscardTaskException)) {
+        log.warn("pgtask: task {} attempt {} failed: {}", t.id(), t.claimed.attempt(), e.toString());
+      }
+      return outcomes.ofFailure(t, e);
     } finally {
       if (timer != null) {
         timer.cancel(false);
       }
-      running.remove(task.claimed.id());
-      task.detach();
       Thread.interrupted();
     }
   }
@@ -794,71 +855,49 @@ public final class Executor {
   /** A task's payload as JSON and as the handler's type. */
   private record Payload<T>(JsonNode node, T value) {}
 
-  private <T> Payload<T> parse(Claimed c, HandlerEntry<T> handler) throws Exception {
-    JsonNode node = config.objectMapper().readTree(c.payload().data());
+  private <T> Payload<T> parse(LocalTask t, HandlerEntry<T> handler) throws Exception {
+    JsonNode node = config.objectMapper().readTree(t.claimed.payload().data());
     T value = JsonNode.class.equals(handler.payloadType())
         ? handler.payloadType().cast(node)
         : config.objectMapper().treeToValue(node, handler.payloadType());
     return new Payload<>(node, value);
   }
 
-  /** Plain-mode kinds run outside any transaction, except tasks with a tenant. */
-  private boolean runsPlain(Claimed c) {
-    return config.handlers().get(c.kind()).options().mode() == HandlerOptions.Mode.PLAIN && c.tenantId() == null;
+  /** A payload that does not deserialize never will: discard, without echoing it (Jackson's messages quote it). */
+  private static Outcome payloadMismatch(LocalTask t, HandlerEntry<?> handler, Exception e) {
+    String error = "payload does not match " + handler.payloadType().getName() + " (" + e.getClass().getSimpleName() + ")";
+    log.warn("pgtask: task {} attempt {} discarded: {}", t.id(), t.claimed.attempt(), error);
+    return Outcome.Failed.discarded(error);
   }
 
-  /** Transaction-local {@code application_name} while {@code c} runs: which task, on which worker. */
-  private String applicationName(Claimed c) {
-    return truncate("pgtask task " + c.id() + " " + config.workerId());
+  /** Plain-mode kinds run outside any transaction, except tasks with a tenant. */
+  private boolean runsPlain(Claimed c) {
+    HandlerEntry<?> h = config.handlers().get(c.kind());
+    return h != null && h.options().mode() == HandlerOptions.Mode.PLAIN && c.tenantId() == null;
+  }
+
+  /** Transaction-local {@code application_name} while {@code t} runs: which task, on which worker. */
+  private String applicationName(LocalTask t) {
+    String name = "pgtask task " + t.id() + " " + config.workerId();
+    return name.length() > 63 ? name.substring(0, 63) : name;
   }
 
   /** The server-side statement and idle timeouts of a task transaction: a little above the task timeout. */
   private long serverTimeoutMillis(HandlerEntry<?> handler) {
-    long t = timeout(handler).toMillis();
+    long t = (handler.options().timeout() != null ? handler.options().timeout() : config.taskTimeout()).toMillis();
     return t + Math.max(5_000, t / 10);
   }
 
-  /** A payload that does not deserialize never will: discard, without echoing it (Jackson's messages quote it). */
-  private static Outcome payloadMismatch(HandlerEntry<?> handler, Exception e) {
-    return Outcome.discard("payload does not match " + handler.payloadType().getName()
-        + " (" + e.getClass().getSimpleName() + ")");
-  }
-
-  private Duration timeout(HandlerEntry<?> handler) {
-    return handler.options().timeout() != null ? handler.options().timeout() : config.taskTimeout();
-  }
-
-  /** Exponential backoff with ±10% jitter: base * 2^(attempt-1), capped. */
+  /** Exponential backoff with ±10% jitter (for tests of the policy). */
   Duration backoff(int attempt) {
-    long base = config.retryBackoffBase().toMillis();
-    long cap = config.retryBackoffCap().toMillis();
-    long d = attempt >= 62 ? cap : Math.min(cap, base * (1L << Math.max(0, attempt - 1)));
-    if (d < 0) {
-      d = cap;
-    }
-    long jitter = d / 10;
-    long j = jitter > 0 ? ThreadLocalRandom.current().nextLong(-jitter, jitter + 1) : 0;
-    return Duration.ofMillis(Math.max(0, d + j));
+    return outcomes.backoff(attempt);
   }
 
-  static String describe(Throwable t) {
-    String s = t.getClass().getName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
-    String state = Sql.sqlState(t);
-    if (state != null && !s.contains(state)) {
-      s += " (SQLSTATE " + state + ")";
-    }
-    return s.length() > MAX_ERROR_LENGTH ? s.substring(0, MAX_ERROR_LENGTH) + "…" : s;
-  }
-
-  private static String truncate(String appName) {
-    return appName.length() > 63 ? appName.substring(0, 63) : appName;
-  }
-
-  private static void withMdc(Claimed c, Runnable r) {
-    MDC.put("pgtask.task_id", Long.toString(c.id()));
-    MDC.put("pgtask.kind", c.kind());
-    MDC.put("pgtask.queue", c.queue());
-    MDC.put("pgtask.attempt", Integer.toString(c.attempt()));
+  private static void withMdc(LocalTask t, Runnable r) {
+    MDC.put("pgtask.task_id", Long.toString(t.id()));
+    MDC.put("pgtask.kind", t.claimed.kind());
+    MDC.put("pgtask.queue", t.claimed.queue());
+    MDC.put("pgtask.attempt", Integer.toString(t.claimed.attempt()));
     try {
       r.run();
     } finally {
@@ -866,125 +905,6 @@ public final class Executor {
       MDC.remove("pgtask.kind");
       MDC.remove("pgtask.queue");
       MDC.remove("pgtask.attempt");
-    }
-  }
-
-  /** A task of a group, with what happened to it. */
-  record Member(Claimed claimed, Fence fence, Outcome outcome, long startNanos) {
-    Member(Claimed claimed, Fence fence, long startNanos) {
-      this(claimed, fence, null, startNanos);
-    }
-
-    Member(Claimed claimed, Outcome outcome, long startNanos) {
-      this(claimed, null, outcome, startNanos);
-    }
-  }
-
-  /** One open task transaction and the tasks it carries. */
-  private static final class Group {
-    final Connection conn;
-    final DSLContext tx;
-    final boolean batching;
-    final long startNanos = System.nanoTime();
-    final List<Member> completed = new ArrayList<>();
-    final List<Member> outcomes = new ArrayList<>();
-    final List<Member> members = new ArrayList<>(); // started but lost with a broken transaction
-    final Map<Long, LockResult> prelocked = new java.util.HashMap<>(); // locked ahead (commit batching)
-    final java.util.ArrayDeque<Claimed> pending = new java.util.ArrayDeque<>(); // prelocked, not yet run
-    boolean broken;
-    Throwable failure;
-
-    private Group(Connection conn, boolean batching) {
-      this.conn = conn;
-      this.tx = Sql.using(conn);
-      this.batching = batching;
-    }
-
-    static Group open(WorkerConfig config) {
-      try {
-        Connection c = config.dataSource().getConnection();
-        try {
-          c.setAutoCommit(false);
-        } catch (SQLException e) {
-          c.close();
-          throw e;
-        }
-        return new Group(c, config.commitBatchSize() > 1);
-      } catch (SQLException e) {
-        log.warn("pgtask: no connection to run tasks: {}", e.getMessage());
-        return null;
-      }
-    }
-
-    int size() {
-      return completed.size() + outcomes.size() + members.size();
-    }
-
-    void record(Claimed c, Outcome o, long startNanos) {
-      outcomes.add(new Member(c, o, startNanos));
-    }
-
-    void close() {
-      try {
-        conn.setAutoCommit(true);
-      } catch (SQLException ignored) {
-        // the pool validates it
-      }
-      try {
-        conn.close();
-      } catch (SQLException ignored) {
-        // nothing to do
-      }
-    }
-
-    void abandon() {
-      try {
-        conn.rollback();
-      } catch (SQLException ignored) {
-        // the connection is gone; the server rolled back
-      }
-      close();
-    }
-  }
-
-  /** What to record for an attempt that did not complete. */
-  static final class Outcome {
-    enum Kind { RETRY, DISCARD, RELEASE, DEFER, SNOOZE, CANCELLED }
-
-    final Kind kind;
-    final String error;
-    final Duration delay;
-    TaskState resultState;
-    boolean applied;
-
-    private Outcome(Kind kind, String error, Duration delay) {
-      this.kind = kind;
-      this.error = error;
-      this.delay = delay;
-    }
-
-    static Outcome retry(String error, Duration delay) {
-      return new Outcome(Kind.RETRY, error, delay);
-    }
-
-    static Outcome discard(String error) {
-      return new Outcome(Kind.DISCARD, error, Duration.ZERO);
-    }
-
-    static Outcome release() {
-      return new Outcome(Kind.RELEASE, null, Duration.ZERO);
-    }
-
-    static Outcome defer(Duration delay) {
-      return new Outcome(Kind.DEFER, null, delay);
-    }
-
-    static Outcome snooze(Duration delay) {
-      return new Outcome(Kind.SNOOZE, null, delay);
-    }
-
-    static Outcome cancelled() {
-      return new Outcome(Kind.CANCELLED, null, Duration.ZERO);
     }
   }
 }

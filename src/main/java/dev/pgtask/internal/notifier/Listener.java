@@ -1,5 +1,6 @@
 package dev.pgtask.internal.notifier;
 
+import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.Sql;
 import java.sql.Connection;
@@ -27,10 +28,13 @@ import org.slf4j.LoggerFactory;
  * half-open socket is detected instead of blocking forever. Any failure closes the connection and
  * reconnects with exponential backoff (100 ms to 5 s, jittered). Notifications on {@code pgtask}
  * carry a queue name: those of this worker's queues wake the producer. Notifications on
- * {@code pgtask_control} carry {@code cancel <task id> <attempt>} ({@code cancel <task id>} from
- * schema version 6 and earlier).
+ * {@code pgtask_control} carry {@code cancel <task id> <attempt>}: only a hint (any role may
+ * NOTIFY on any channel), passed on by task id; the worker verifies it against durable state.
+ *
+ * <p>{@link #listeningSince()} says since when (System.nanoTime()) the LISTENs have been in place
+ * without a break, or 0: a cancellation committed after that instant reaches this worker.
  */
-public final class Listener {
+public final class Listener extends Service {
 
   /** The channel producers notify; payload = queue name. */
   public static final String CHANNEL = "pgtask";
@@ -50,15 +54,14 @@ public final class Listener {
     t.setDaemon(true);
     return t;
   });
-  private volatile boolean running;
   private volatile Connection connection;
-  private Thread thread;
+  private volatile long listeningSince;
 
-  /** Receives the cancellations sent on {@link #CONTROL_CHANNEL}. */
+  /** Receives the cancellation hints sent on {@link #CONTROL_CHANNEL}. */
   @FunctionalInterface
   public interface CancelSink {
-    /** {@code attempt}: the attempt the request was made for, or -1 when the message does not say. */
-    void cancel(long taskId, int attempt);
+    /** A notification named {@code taskId}: check it, do not trust it. */
+    void hint(long taskId);
   }
 
   /**
@@ -66,6 +69,7 @@ public final class Listener {
    * the first notification is read; an exception from it is logged and the listener carries on.
    */
   public Listener(WorkerConfig config, Runnable onWake, CancelSink onCancel, Runnable onListening) {
+    super("pgtask-listen-" + config.workerId(), 1);
     this.config = config;
     this.onWake = onWake;
     this.onCancel = onCancel;
@@ -73,15 +77,8 @@ public final class Listener {
     this.queues = new HashSet<>(config.queues());
   }
 
-  public void start() {
-    running = true;
-    thread = new Thread(this::run, "pgtask-listen-" + config.workerId());
-    thread.setDaemon(true);
-    thread.start();
-  }
-
-  public void stop() {
-    running = false;
+  @Override
+  protected void onStop() {
     Connection c = connection;
     if (c != null) {
       try {
@@ -90,15 +87,13 @@ public final class Listener {
         // closing anyway
       }
     }
+    interruptThreads();
     networkTimeoutExecutor.shutdown();
-    if (thread != null) {
-      thread.interrupt();
-      try {
-        thread.join(5_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
+  }
+
+  /** Since when (System.nanoTime()) the LISTENs have been in place without a break; 0 while they are not. */
+  public long listeningSince() {
+    return listeningSince;
   }
 
   /** Times the connection was lost and re-established. */
@@ -106,10 +101,11 @@ public final class Listener {
     return reconnects.get();
   }
 
-  private void run() {
+  @Override
+  protected void run(int index) {
     long backoffMillis = 100;
     boolean first = true;
-    while (running) {
+    while (isRunning()) {
       try (Connection c = config.listenConnectionFactory().call()) {
         int pingMillis = (int) Math.min(Integer.MAX_VALUE, config.listenerPingInterval().toMillis());
         c.setNetworkTimeout(networkTimeoutExecutor, Math.max(5_000, pingMillis * 2));
@@ -120,6 +116,7 @@ public final class Listener {
         dsl.query("LISTEN pgtask").execute();          // constant statements: channel names are
         dsl.query("LISTEN pgtask_control").execute();  // fixed, never built from input
         connection = c;
+        long since = System.nanoTime();
         if (!first) {
           reconnects.incrementAndGet();
           config.metrics().listenerReconnected();
@@ -133,9 +130,10 @@ public final class Listener {
           log.warn("pgtask listener: reading the cancel requests failed ({}); a cancellation requested "
               + "while it was not listening waits for its next reconnect", e.getMessage());
         }
+        listeningSince = since; // before this instant, only the check above saw what was sent
         onWake.run(); // notifications sent while we were away are lost: poll once
         PGConnection pg = c.unwrap(PGConnection.class);
-        while (running) {
+        while (isRunning()) {
           PGNotification[] notes = pg.getNotifications(pingMillis);
           if (notes == null || notes.length == 0) {
             dsl.selectOne().fetch(); // health check: fails on a dead socket
@@ -154,20 +152,21 @@ public final class Listener {
           }
         }
       } catch (Exception e) {
-        if (!running) {
+        if (!isRunning()) {
           break;
         }
         log.warn("pgtask listener connection lost ({}); reconnecting in {} ms", e.getMessage(), backoffMillis);
       } finally {
+        listeningSince = 0;
         connection = null;
       }
-      if (!running) {
+      if (!isRunning()) {
         break;
       }
       try {
         Thread.sleep(backoffMillis + ThreadLocalRandom.current().nextLong(backoffMillis / 2 + 1));
       } catch (InterruptedException e) {
-        if (!running) {
+        if (!isRunning()) {
           break;
         }
       }
@@ -177,19 +176,17 @@ public final class Listener {
   }
 
   private void handleControl(String payload) {
-    if (payload != null && payload.startsWith("cancel ")) {
-      String[] parts = payload.substring(7).trim().split(" ");
-      try {
-        if (parts.length == 1) {
-          onCancel.cancel(Long.parseLong(parts[0]), -1);
-        } else if (parts.length == 2) {
-          onCancel.cancel(Long.parseLong(parts[0]), Integer.parseInt(parts[1]));
-        } else {
-          log.warn("pgtask: ignored malformed control message");
-        }
-      } catch (NumberFormatException e) {
-        log.warn("pgtask: ignored malformed control message");
+    // any role can send anything here: parse cheaply, never log per message, act only on a task id
+    if (payload == null || !payload.startsWith("cancel ") || payload.length() > 64) {
+      return;
+    }
+    String[] parts = payload.substring(7).trim().split(" ");
+    try {
+      if (parts.length == 1 || parts.length == 2) {
+        onCancel.hint(Long.parseLong(parts[0]));
       }
+    } catch (NumberFormatException e) {
+      // not a task id: ignored
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.pgtask.internal.producer;
 
+import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.executor.Executor;
@@ -25,8 +26,12 @@ import org.slf4j.LoggerFactory;
  * full; a short claim means the queue is drained, so it waits again. With the default prefetch of
  * 0 it never claims more than it can start at once. A claim into an idle worker also starts its
  * first transactional task in the same round trip.
+ *
+ * <p>A claim whose answer is lost (the connection failed after its COMMIT) is reported to the
+ * executor, which puts back what this worker holds in the database without knowing it. A claim
+ * still in flight when the worker stops hands its tasks to a closed executor, which puts them back.
  */
-public final class Producer {
+public final class Producer extends Service {
 
   private static final Logger log = LoggerFactory.getLogger(Producer.class);
 
@@ -42,10 +47,9 @@ public final class Producer {
   private final List<String> plainKinds;
   private final boolean startHeads;
   private final org.postgresql.util.PGobject serverTimeouts;
-  private volatile boolean running;
-  private Thread thread;
 
   public Producer(WorkerConfig config, WorkerStats stats, Executor executor) {
+    super("pgtask-producer-" + config.workerId(), 1);
     this.config = config;
     this.stats = stats;
     this.executor = executor;
@@ -55,25 +59,10 @@ public final class Producer {
     this.serverTimeouts = executor.serverTimeouts();
   }
 
-  public void start() {
-    running = true;
-    thread = new Thread(this::run, "pgtask-producer-" + config.workerId());
-    thread.setDaemon(true);
-    thread.start();
-  }
-
-  /** Stops claiming; returns when the claim loop has exited. */
-  public void stop() {
-    running = false;
+  @Override
+  protected void onStop() {
     wake();
-    if (thread != null) {
-      thread.interrupt();
-      try {
-        thread.join(10_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
+    interruptThreads();
   }
 
   /** Asks for a claim as soon as possible. */
@@ -83,9 +72,10 @@ public final class Producer {
     }
   }
 
-  private void run() {
+  @Override
+  protected void run(int index) {
     long errorBackoff = 100;
-    while (running) {
+    while (isRunning()) {
       try {
         drain();
         errorBackoff = 100;
@@ -94,20 +84,16 @@ public final class Producer {
         wakeups.tryAcquire(poll - jitter, TimeUnit.MILLISECONDS);
         wakeups.drainPermits();
       } catch (InterruptedException e) {
-        if (!running) {
-          return;
-        }
+        // the flag decides
       } catch (RuntimeException e) {
-        if (!running) {
+        if (!isRunning()) {
           return;
         }
         log.warn("pgtask: claim failed ({}); retrying in {} ms", e.getMessage(), errorBackoff);
         try {
           Thread.sleep(errorBackoff);
         } catch (InterruptedException ie) {
-          if (!running) {
-            return;
-          }
+          // the flag decides
         }
         errorBackoff = Math.min(5_000, errorBackoff * 2);
       }
@@ -136,28 +122,34 @@ public final class Producer {
   }
 
   private void drain() throws InterruptedException {
-    while (running) {
+    while (isRunning()) {
       int room = executor.awaitCapacity(config.batchSize());
-      if (!running) {
+      if (!isRunning()) {
         return;
       }
       stats.claimQueries.incrementAndGet();
       Claim claim;
-      if (startHeads && executor.isIdle()) {
-        StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
-            room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace());
-        claim = started.claim();
-        count(claim.tasks());
-        if (started.transaction() != null) {
-          executor.submitStarted(claim.tasks(), started.transaction(), started.headId(), started.headLock());
+      long claimNanos = executor.claimStarting();
+      try {
+        if (startHeads && executor.isIdle()) {
+          StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
+              room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace());
+          claim = started.claim();
+          count(claim.tasks());
+          if (started.transaction() != null) {
+            executor.submitStarted(claim.tasks(), started.transaction(), started.headId(), started.headLock(), claimNanos);
+          } else {
+            executor.submitAll(claim.tasks(), claimNanos);
+          }
         } else {
-          executor.submitAll(claim.tasks());
+          claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
+              config.workerId(), config.leaseDuration());
+          count(claim.tasks());
+          executor.submitAll(claim.tasks(), claimNanos);
         }
-      } else {
-        claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
-            config.workerId(), config.leaseDuration());
-        count(claim.tasks());
-        executor.submitAll(claim.tasks());
+      } catch (RuntimeException e) {
+        executor.claimFailed();
+        throw e;
       }
       if (claim.locked() < room) {
         return; // drained: wait for a wake-up or the next poll

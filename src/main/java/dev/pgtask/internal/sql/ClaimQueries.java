@@ -200,7 +200,7 @@ public final class ClaimQueries {
 
   private static PreparedQuery claimAndStartPipeline(int queueCount) {
     return claimAndStartQuery(queueCount).precededBy(GENERIC_PLAN).followedBy("COMMIT").followedBy("BEGIN")
-        .followedBy(ExecuteQueries.LOCK_CLAIM_HEAD);
+        .followedBy(ExecuteQueries.LOCK_CLAIM_HEAD).followedBy(ExecuteQueries.SAVEPOINT);
   }
 
   /**
@@ -261,7 +261,7 @@ public final class ClaimQueries {
         }
         try (java.sql.ResultSet rs = ps.getResultSet()) {
           if (rs.next()) {
-            headLock = rs.getBoolean(5) ? ExecuteQueries.LockResult.LOCKED : ExecuteQueries.LockResult.TENANT_BUSY;
+            headLock = ExecuteQueries.LockResult.of(rs.getBoolean(5), rs.getBoolean(6));
           }
         }
       }

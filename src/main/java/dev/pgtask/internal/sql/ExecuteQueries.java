@@ -9,6 +9,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
 import org.jooq.Condition;
@@ -38,8 +39,31 @@ public final class ExecuteQueries {
     /** The tenant's advisory lock is held by another transaction. */
     TENANT_BUSY,
     /** The claim is stale (rescued, cancelled, ...): abandon silently. */
-    FENCED_OUT
+    FENCED_OUT,
+    /**
+     * Row locked, but {@code pgtask.cancel_task} asked for this attempt to be cancelled (it found
+     * the row locked by the claim or a commit batch): end it cancelled without running it.
+     */
+    CANCEL_REQUESTED;
+
+    /** The result of one row of a lock statement: its tenant-lock and cancel-request columns. */
+    public static LockResult of(boolean tenantLocked, boolean cancelRequested) {
+      return cancelRequested ? CANCEL_REQUESTED : tenantLocked ? LOCKED : TENANT_BUSY;
+    }
   }
+
+  /** The savepoint each transactional task's handler runs in. */
+  public static final String SAVEPOINT = "SAVEPOINT pgtask_task";
+  /** Ends the task's savepoint, keeping its work in the task transaction. */
+  public static final String RELEASE_SAVEPOINT = "RELEASE SAVEPOINT pgtask_task";
+  /** Undoes the task's work back to its savepoint, and ends the savepoint. */
+  public static final String ROLLBACK_SAVEPOINT = "ROLLBACK TO SAVEPOINT pgtask_task; RELEASE SAVEPOINT pgtask_task";
+  /**
+   * Checks the handler's deferred constraints now, inside its savepoint, so that a violation
+   * fails this task under its own locks instead of failing the COMMIT. Sent only in a transaction
+   * that carries one task: it changes the constraint mode for the rest of the transaction.
+   */
+  public static final String CHECK_DEFERRED = "SET CONSTRAINTS ALL IMMEDIATE";
 
   /**
    * {@code state = 'running'} for statements that find their rows by id. Compared as text so the
@@ -151,7 +175,8 @@ public final class ExecuteQueries {
             setLocal("idle_in_transaction_session_timeout", idleTimeout),
             DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
                 .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
-                    DSL.param("namespace", Integer.class), TASK.TENANT_ID)))
+                    DSL.param("namespace", Integer.class), TASK.TENANT_ID)),
+            DSL.field(cancelRequested()))
         .from(TASK)
         .where(TASK.ID.eq(DSL.any(ids)))
         .and(TASK.ATTEMPT.eq(heldAttempt(attempts)))
@@ -165,25 +190,35 @@ public final class ExecuteQueries {
    * Starts the execution of one or more tasks of one owner inside the caller's open transaction,
    * in one round trip: re-locks each task row (fenced), takes each tenant's transaction-scoped
    * advisory lock, and sets transaction-local {@code application_name} and server-side timeouts.
-   * Returns LOCKED or TENANT_BUSY per task id; a task missing from the map is fenced out. Locks:
+   * Returns LOCKED, TENANT_BUSY or CANCEL_REQUESTED per task id; a task missing from the map is
+   * fenced out. With {@code savepoint}, the first task's savepoint ({@link #SAVEPOINT}) is opened in
+   * the same round trip. Locks:
    * the rows (FOR NO KEY UPDATE, in id order) and {@code (namespace, tenant_id)} of each, until
    * the transaction ends. A lock taken for a row that then fails the fence is released with the
    * transaction.
    */
   public static Map<Long, LockResult> lockForExecution(Connection tx, java.util.List<Fence> fences,
-      String applicationName, long serverTimeoutMillis, int namespace) throws SQLException {
+      String applicationName, long serverTimeoutMillis, int namespace, boolean savepoint) throws SQLException {
     String timeout = Long.toString(serverTimeoutMillis);
     Map<Long, LockResult> results = new java.util.HashMap<>();
-    try (PreparedStatement ps = LOCK_FOR_EXECUTION.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
+    PreparedQuery query = savepoint ? LOCK_FOR_EXECUTION_AND_SAVEPOINT : LOCK_FOR_EXECUTION;
+    try (PreparedStatement ps = query.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
             "idle_timeout", timeout, "namespace", namespace, "ids", idArray(tx, fences),
-            "attempts", attemptMap(fences), "owner", fences.get(0).owner()));
-        ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        results.put(rs.getLong(1), rs.getBoolean(5) ? LockResult.LOCKED : LockResult.TENANT_BUSY);
+            "attempts", attemptMap(fences), "owner", fences.get(0).owner()))) {
+      boolean isResultSet = ps.execute();
+      if (!isResultSet) {
+        throw new IllegalStateException("the lock statement returned no rows");
+      }
+      try (ResultSet rs = ps.getResultSet()) {
+        while (rs.next()) {
+          results.put(rs.getLong(1), LockResult.of(rs.getBoolean(5), rs.getBoolean(6)));
+        }
       }
     }
     return results;
   }
+
+  private static final PreparedQuery LOCK_FOR_EXECUTION_AND_SAVEPOINT = LOCK_FOR_EXECUTION.followedBy(SAVEPOINT);
 
   // fenced completion of a batch: one statement shape whatever the batch size
   private static final PreparedQuery COMPLETE_ALL = completeAllQuery();
@@ -201,20 +236,51 @@ public final class ExecuteQueries {
 
   // the completions and the commit in one round trip
   private static final PreparedQuery COMPLETE_ALL_AND_COMMIT = COMPLETE_ALL.followedBy("COMMIT");
+  // the last task's deferred constraints checked and its savepoint released, then as above
+  private static final PreparedQuery CHECK_RELEASE_COMPLETE_ALL_AND_COMMIT =
+      COMPLETE_ALL_AND_COMMIT.precededBy(CHECK_DEFERRED + ";\n" + RELEASE_SAVEPOINT);
+  private static final PreparedQuery RELEASE_COMPLETE_ALL_AND_COMMIT = COMPLETE_ALL_AND_COMMIT.precededBy(RELEASE_SAVEPOINT);
+
+  /** What to send before the completions of {@link #completeAllAndCommit}. */
+  public enum Before {
+    /** Nothing: no savepoint is open. */
+    NOTHING,
+    /** Release the open savepoint of the last task. */
+    RELEASE,
+    /** Check the deferred constraints inside the open savepoint, then release it. */
+    CHECK_AND_RELEASE
+  }
 
   /**
-   * {@link #completeAll} and COMMIT of the transaction, pipelined: one round trip. Returns the
-   * completed count. The rows are locked by this transaction since the execution re-locked them, so
-   * the fence cannot fail here; a failed COMMIT throws, and nothing was committed.
+   * {@link #completeAll} and COMMIT of the transaction, pipelined (with what {@code before} says
+   * first): one round trip. Returns the completed count. The rows are locked by this transaction
+   * since the execution re-locked them, so the fence cannot fail here; a failed statement throws,
+   * the statements after it are skipped, and nothing was committed (a failure before the
+   * completions leaves the savepoint open in an aborted transaction).
    */
-  public static int completeAllAndCommit(Connection tx, java.util.List<Fence> fences) throws SQLException {
+  public static int completeAllAndCommit(Connection tx, java.util.List<Fence> fences, Before before)
+      throws SQLException {
     if (fences.isEmpty()) {
+      if (before != Before.NOTHING) {
+        try (Statement st = tx.createStatement()) {
+          st.execute(before == Before.RELEASE ? RELEASE_SAVEPOINT : CHECK_DEFERRED + "; " + RELEASE_SAVEPOINT);
+        }
+      }
       tx.commit();
       return 0;
     }
-    try (PreparedStatement ps = COMPLETE_ALL_AND_COMMIT.prepare(tx, Map.of("ids", idArray(tx, fences),
+    PreparedQuery query = switch (before) {
+      case NOTHING -> COMPLETE_ALL_AND_COMMIT;
+      case RELEASE -> RELEASE_COMPLETE_ALL_AND_COMMIT;
+      case CHECK_AND_RELEASE -> CHECK_RELEASE_COMPLETE_ALL_AND_COMMIT;
+    };
+    try (PreparedStatement ps = query.prepare(tx, Map.of("ids", idArray(tx, fences),
         "attempts", attemptMap(fences), "owner", fences.get(0).owner()))) {
       ps.execute();
+      // past the update counts of what was sent before the completions
+      for (int skip = before == Before.NOTHING ? 0 : before == Before.RELEASE ? 1 : 2; skip > 0; skip--) {
+        ps.getMoreResults();
+      }
       return ps.getUpdateCount();
     }
   }
@@ -236,11 +302,12 @@ public final class ExecuteQueries {
 
   /**
    * Extends the claim lease of tasks this worker holds without a transaction (plain-mode tasks,
-   * claimed tasks waiting to start). Locks: those rows, briefly.
+   * claimed tasks waiting to start); returns the ids renewed (a task missing is no longer this
+   * worker's, or is locked by a transaction). Locks: those rows, briefly.
    */
-  public static int extendLeases(DSLContext dsl, String owner, java.util.Collection<Long> ids, Duration lease) {
+  public static List<Long> extendLeases(DSLContext dsl, String owner, java.util.Collection<Long> ids, Duration lease) {
     if (ids.isEmpty()) {
-      return 0;
+      return List.of();
     }
     // SKIP LOCKED: a row locked by a task transaction is alive anyway, and waiting for it could
     // deadlock with that transaction's next lock
@@ -251,6 +318,86 @@ public final class ExecuteQueries {
             .where(held.ID.in(ids))
             .and(runningById(held))
             .and(held.OWNER.eq(owner))
+            .forNoKeyUpdate()
+            .skipLocked()))
+        .returning(TASK.ID)
+        .fetch(TASK.ID);
+  }
+
+
+  /** What {@link #checkHeld} found about a task this worker holds. */
+  public enum HeldState {
+    /** {@code pgtask.cancel_task} asked for the attempt to be cancelled. */
+    CANCEL_REQUESTED,
+    /** The claim is no longer this worker's: the task was cancelled, rescued or deleted. */
+    GONE
+  }
+
+  /**
+   * Reads, from durable state only, what has happened to the tasks this worker holds: the cancel
+   * requests that stand for its running attempts (by {@code owner}, also for tasks whose claim it
+   * has not registered yet), and the tasks of {@code held} that are no longer running as held.
+   * This is how a worker verifies a cancellation hint: the notification only says when to look.
+   * Locks: none.
+   */
+  public static Map<Long, HeldState> checkHeld(DSLContext dsl, String owner, java.util.List<Fence> held)
+      throws SQLException {
+    Map<Long, HeldState> found = new java.util.HashMap<>();
+    var requested = dsl.select(CANCEL_REQUEST.TASK_ID)
+        .from(CANCEL_REQUEST)
+        .join(TASK).on(TASK.ID.eq(CANCEL_REQUEST.TASK_ID)).and(TASK.ATTEMPT.eq(CANCEL_REQUEST.ATTEMPT))
+        .where(TASK.OWNER.eq(owner))
+        .and(TASK.STATE.eq(DSL.inline(TaskState.running)));
+    if (held.isEmpty()) {
+      requested.fetch().forEach(r -> found.put(r.value1(), HeldState.CANCEL_REQUESTED));
+      return found;
+    }
+    Long[] ids = held.stream().map(Fence::id).toArray(Long[]::new);
+    var h = DSL.unnest(ids).as("h", "id");
+    Field<Long> hId = h.field("id", Long.class);
+    var t = TASK.as("t");
+    var gone = dsl.select(hId)
+        .from(h)
+        .whereNotExists(DSL.selectOne().from(t)
+            .where(t.ID.eq(hId))
+            .and(t.STATE.eq(DSL.inline(TaskState.running)))
+            .and(t.OWNER.eq(owner))
+            .and(t.ATTEMPT.eq(DSL.field("({0} ->> {1})::integer", SQLDataType.INTEGER,
+                DSL.val(JSONB.valueOf(attemptMap(held).getValue())), hId.cast(SQLDataType.CLOB)))));
+    for (var r : requested.fetch()) {
+      found.put(r.value1(), HeldState.CANCEL_REQUESTED);
+    }
+    for (var r : gone.fetch()) {
+      found.put(r.value1(), HeldState.GONE);
+    }
+    return found;
+  }
+
+  /**
+   * Puts back the tasks claimed by {@code owner} that it does not hold any more ({@code held}
+   * excluded) and that no transaction has locked: what a claim whose answer was lost, or a worker
+   * stopping after such a claim, leaves behind. Their attempt is given back; a task with a cancel
+   * request for that attempt ends cancelled. Returns how many. Locks: those rows (SKIP LOCKED).
+   */
+  public static int releaseOrphans(DSLContext dsl, String owner, java.util.Collection<Long> held) {
+    var o = TASK.as("o");
+    Condition cancel = cancelRequested();
+    Field<JSONB> entry = DSL.function("jsonb_build_array", SQLDataType.JSONB,
+        DSL.function("jsonb_build_object", SQLDataType.JSONB,
+            DSL.inline("attempt"), TASK.ATTEMPT, DSL.inline("at"), clockTimestamp(),
+            DSL.inline("error"), DSL.inline(CANCELLED_AS_REQUESTED), DSL.inline("worker"), TASK.OWNER));
+    return dsl.update(TASK)
+        .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled)).otherwise(DSL.inline(TaskState.available)))
+        .set(TASK.ATTEMPT, DSL.when(cancel, TASK.ATTEMPT).otherwise(TASK.ATTEMPT.minus(1)))
+        .set(TASK.OWNER, DSL.when(cancel, TASK.OWNER).otherwise(DSL.inline((String) null)))
+        .set(TASK.FINISHED_AT, DSL.when(cancel, clockTimestamp()).otherwise(TASK.FINISHED_AT))
+        .set(TASK.ERRORS, DSL.when(cancel, DSL.function("jsonb_concat", SQLDataType.JSONB,
+            DSL.coalesce(TASK.ERRORS, DSL.inline(JSONB.valueOf("[]"))), entry)).otherwise(TASK.ERRORS))
+        .setNull(TASK.LEASE_UNTIL)
+        .where(TASK.ID.in(DSL.select(o.ID).from(o)
+            .where(o.STATE.eq(DSL.inline(TaskState.running)))
+            .and(o.OWNER.eq(owner))
+            .and(held.isEmpty() ? DSL.trueCondition() : o.ID.notIn(held))
             .forNoKeyUpdate()
             .skipLocked()))
         .execute();
@@ -278,14 +425,23 @@ public final class ExecuteQueries {
    * Returns the new state, or {@code null} when fenced out. Locks: the task row.
    */
   public static TaskState fail(DSLContext dsl, Fence f, String error, Duration retryDelay, boolean discard) {
+    return fail(dsl, f, error, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(retryDelay))), discard);
+  }
+
+  /** {@link #fail} with the retry at {@code retryAt}, an instant the handler chose. */
+  public static TaskState failUntil(DSLContext dsl, Fence f, String error, java.time.Instant retryAt, boolean discard) {
+    return fail(dsl, f, error, DSL.val(retryAt, TASK.RUN_AT), discard);
+  }
+
+  private static TaskState fail(DSLContext dsl, Fence f, String error, Field<java.time.Instant> retryAt,
+      boolean discard) {
     Condition giveUp = discard ? DSL.trueCondition() : TASK.ATTEMPT.ge(TASK.MAX_ATTEMPTS);
     Condition cancel = cancelRequested();
     Condition ends = cancel.or(giveUp);
     var r = dsl.update(TASK)
         .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled))
             .when(giveUp, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
-        .set(TASK.RUN_AT, DSL.when(ends, TASK.RUN_AT)
-            .otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(retryDelay)))))
+        .set(TASK.RUN_AT, DSL.when(ends, TASK.RUN_AT).otherwise(retryAt))
         .set(TASK.FINISHED_AT, DSL.when(ends, clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
         .set(TASK.ERRORS, DSL.when(cancel, appendError(f, error, CANCELLED_AS_REQUESTED)).otherwise(appendError(f, error)))
         .setNull(TASK.LEASE_UNTIL)

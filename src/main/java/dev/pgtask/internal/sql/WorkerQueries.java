@@ -1,13 +1,10 @@
 package dev.pgtask.internal.sql;
 
-import static dev.pgtask.internal.sql.gen.Tables.CANCEL_REQUEST;
 import static dev.pgtask.internal.sql.gen.Tables.SETTINGS;
-import static dev.pgtask.internal.sql.gen.Tables.TASK;
 import static dev.pgtask.internal.sql.gen.Tables.WORKER;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import org.jooq.DSLContext;
 import org.jooq.impl.DSL;
 import org.jooq.types.DayToSecond;
@@ -16,19 +13,6 @@ import org.jooq.types.DayToSecond;
 public final class WorkerQueries {
 
   private WorkerQueries() {}
-
-  /**
-   * The cancel requests that stand for tasks running on {@code worker}: task id to the attempt
-   * they were made for. Locks: none.
-   */
-  public static Map<Long, Integer> cancelRequestsFor(DSLContext dsl, String worker) {
-    return dsl.select(CANCEL_REQUEST.TASK_ID, CANCEL_REQUEST.ATTEMPT)
-        .from(CANCEL_REQUEST)
-        .join(TASK).on(TASK.ID.eq(CANCEL_REQUEST.TASK_ID)).and(TASK.ATTEMPT.eq(CANCEL_REQUEST.ATTEMPT))
-        .where(TASK.OWNER.eq(worker))
-        .and(TASK.STATE.eq(DSL.inline(dev.pgtask.internal.sql.gen.enums.TaskState.running)))
-        .fetchMap(CANCEL_REQUEST.TASK_ID, CANCEL_REQUEST.ATTEMPT);
-  }
 
   /** The lock namespace from pgtask.settings. Locks: none. */
   public static int readLockNamespace(DSLContext dsl) {

@@ -1,0 +1,135 @@
+package dev.pgtask.internal.executor;
+
+import dev.pgtask.internal.Service;
+import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.ExecuteQueries.HeldState;
+import dev.pgtask.internal.sql.Sql;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keeps what this worker holds true to the database: every third of the lease it renews the lease
+ * of each task held without a transaction (waiting to start, plain-mode running, completion not
+ * written yet), and it reads what happened to the held tasks from durable state
+ * ({@link ExecuteQueries#checkHeld}: cancel requests, and claims no longer ours) on every renewal,
+ * whenever the listener (re)connects, and when a cancellation hint arrives (at most one check per
+ * {@value #MIN_CHECK_SPACING_MILLIS} ms, however many hints: a flood costs a bounded number of
+ * reads, and a hint changes nothing by itself).
+ */
+final class LeaseKeeper extends Service {
+
+  private static final Logger log = LoggerFactory.getLogger(LeaseKeeper.class);
+  static final long MIN_CHECK_SPACING_MILLIS = 20;
+
+  private final WorkerConfig config;
+  private final Executor executor;
+  private final Object signal = new Object();
+  private boolean checkRequested; // guarded by signal
+
+  LeaseKeeper(WorkerConfig config, Executor executor) {
+    super("pgtask-leases-" + config.workerId(), 1);
+    this.config = config;
+    this.executor = executor;
+  }
+
+  /** Asks for a check of the held tasks soon (a hint arrived, or the listener reconnected). */
+  void requestCheck() {
+    synchronized (signal) {
+      checkRequested = true;
+      signal.notifyAll();
+    }
+  }
+
+  @Override
+  protected void onStop() {
+    synchronized (signal) {
+      signal.notifyAll();
+    }
+  }
+
+  @Override
+  protected void run(int index) {
+    long every = Math.max(TimeUnit.MILLISECONDS.toNanos(50), config.leaseDuration().toNanos() / 3);
+    long nextRenewal = System.nanoTime() + every;
+    long lastCheck = 0;
+    while (isRunning()) {
+      boolean check;
+      synchronized (signal) {
+        long wait = nextRenewal - System.nanoTime();
+        if (!checkRequested && wait > 0) {
+          try {
+            TimeUnit.NANOSECONDS.timedWait(signal, wait);
+          } catch (InterruptedException e) {
+            // the flag decides
+          }
+        }
+        check = checkRequested;
+        checkRequested = false;
+      }
+      if (!isRunning()) {
+        return;
+      }
+      if (System.nanoTime() - nextRenewal >= 0) {
+        renew();
+        nextRenewal = System.nanoTime() + every;
+        check = true;
+      }
+      if (check) {
+        long spacing = TimeUnit.MILLISECONDS.toNanos(MIN_CHECK_SPACING_MILLIS) - (System.nanoTime() - lastCheck);
+        if (spacing > 0) {
+          try {
+            Thread.sleep(TimeUnit.NANOSECONDS.toMillis(spacing) + 1);
+          } catch (InterruptedException e) {
+            // check anyway
+          }
+        }
+        lastCheck = System.nanoTime();
+        check();
+      }
+    }
+  }
+
+  /** Renews the leases of the tasks held without a transaction. */
+  private void renew() {
+    List<LocalTask> held = executor.heldWithoutTransaction();
+    if (held.isEmpty()) {
+      return;
+    }
+    List<Long> ids = new ArrayList<>(held.size());
+    held.forEach(t -> ids.add(t.id()));
+    long sent = System.nanoTime();
+    try {
+      Set<Long> renewed = new HashSet<>(ExecuteQueries.extendLeases(Sql.using(config.dataSource()),
+          config.workerId(), ids, config.leaseDuration()));
+      for (LocalTask t : held) {
+        if (renewed.contains(t.id())) {
+          t.leaseRenewed(sent);
+        }
+      }
+    } catch (RuntimeException e) {
+      log.warn("pgtask: renewing the leases of {} task(s) failed: {}", ids.size(), e.getMessage());
+    }
+  }
+
+  /** Reads what happened to the held tasks, and tells the executor. */
+  void check() {
+    List<LocalTask> held = executor.held();
+    List<Fence> fences = new ArrayList<>(held.size());
+    held.forEach(t -> fences.add(t.fence));
+    try {
+      Map<Long, HeldState> found = ExecuteQueries.checkHeld(Sql.using(config.dataSource()), config.workerId(), fences);
+      executor.apply(found);
+    } catch (Exception e) {
+      log.warn("pgtask: reading the cancel requests of this worker's tasks failed ({}); trying again at the next check",
+          e.getMessage());
+    }
+  }
+}

@@ -1,0 +1,247 @@
+package dev.pgtask.internal.executor;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.pgtask.TaskContext;
+import dev.pgtask.internal.sql.ClaimQueries.Claimed;
+import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import java.sql.Connection;
+import java.time.Instant;
+import org.jooq.DSLContext;
+import org.postgresql.PGConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One task claimed by this worker, from its claim until its outcome is written: its lifecycle
+ * state, the stop requested of it, and (while its handler runs) the context the handler sees.
+ *
+ * <p>Ownership: the state is written only by the executor thread that has taken the task (the
+ * claim hands it over in {@link State#WAITING}); every other thread (listener, watchdog, held-task
+ * check, shutdown) only sends it a stop request through {@link #requestStop}, which also interrupts
+ * the handler and cancels its running statement when the task is {@link State#RUNNING}.
+ */
+final class LocalTask implements TaskContext {
+
+  private static final Logger log = LoggerFactory.getLogger(LocalTask.class);
+
+  /** Where a claimed task is. */
+  enum State {
+    /** Claimed, in the executor's queue: held without a transaction (its lease is kept alive). */
+    WAITING,
+    /** Re-locked in a task transaction, not started yet (a commit batch locks ahead). */
+    LOCKED,
+    /** Its handler runs. */
+    RUNNING,
+    /** Its handler has returned; the outcome is being written. */
+    FINISHING,
+    /** Its outcome is written (or it was lost): no longer held here. */
+    DONE
+  }
+
+  /** Why a task was asked to stop; the first request wins. */
+  enum Stop { NONE, CANCELLED, TIMED_OUT, SHUTDOWN, LOST }
+
+  final Claimed claimed;
+  final Fence fence;
+  /** System.nanoTime() before the claim was sent: the lease runs from a database instant after it. */
+  final long claimedNanos;
+  /** Plain mode: runs outside any transaction. */
+  final boolean plain;
+  private final String workerId;
+
+  // written by the owner thread; read by others (lease keeping, views of what runs here)
+  private volatile State state = State.WAITING;
+  // written by the lease keeper: when the last lease renewal that covered this task was sent
+  private volatile long leaseFromNanos;
+  // written by the listener: a cancellation hint named this task; its start is checked first
+  private volatile boolean suspect;
+
+  // guarded by this
+  private Stop stop = Stop.NONE;
+  private Thread runner;
+  private Connection rawConnection;
+  private Connection connection;
+  private DSLContext dsl;
+  private JsonNode payload;
+  private Instant deadline;
+
+  LocalTask(Claimed claimed, String workerId, long claimedNanos, boolean plain) {
+    this.claimed = claimed;
+    this.fence = new Fence(claimed.id(), workerId, claimed.attempt());
+    this.workerId = workerId;
+    this.claimedNanos = claimedNanos;
+    this.leaseFromNanos = claimedNanos;
+    this.plain = plain;
+  }
+
+  long id() {
+    return claimed.id();
+  }
+
+  State state() {
+    return state;
+  }
+
+  /** Owner thread: the task is re-locked in a task transaction. */
+  void locked() {
+    state = State.LOCKED;
+  }
+
+  /** Owner thread: the handler starts on this thread, with this view of the transaction (null: plain). */
+  synchronized void running(Connection connection, DSLContext dsl, Connection raw, JsonNode payload, Instant deadline) {
+    this.runner = Thread.currentThread();
+    this.connection = connection;
+    this.dsl = dsl;
+    this.rawConnection = raw;
+    this.payload = payload;
+    this.deadline = deadline;
+    this.state = State.RUNNING;
+  }
+
+  /** Owner thread: the handler has returned; no stop request may touch its connection any more. */
+  synchronized void finishing() {
+    this.connection = null;
+    this.dsl = null;
+    this.rawConnection = null;
+    this.runner = null;
+    this.state = State.FINISHING;
+  }
+
+  /** Owner thread: its transaction was lost before it ran or before its outcome was durable; it waits again. */
+  synchronized void requeued() {
+    this.state = State.WAITING;
+  }
+
+  /** Owner thread: the outcome is written. */
+  void done() {
+    state = State.DONE;
+  }
+
+  /**
+   * Asks the task to stop; the first reason wins (returns false for later ones). A running handler
+   * is interrupted and its running statement cancelled; a task that has not started ends without
+   * running when its thread takes it.
+   */
+  boolean requestStop(Stop reason) {
+    synchronized (this) {
+      if (stop != Stop.NONE || state == State.DONE) {
+        return false;
+      }
+      stop = reason;
+      if (state != State.RUNNING) {
+        return true;
+      }
+      runner.interrupt();
+      if (rawConnection != null) {
+        try {
+          rawConnection.unwrap(PGConnection.class).cancelQuery();
+        } catch (Exception e) {
+          log.debug("pgtask: could not cancel the running statement of task {}", id(), e);
+        }
+      }
+      return true;
+    }
+  }
+
+  synchronized Stop stopReason() {
+    return stop;
+  }
+
+  long leaseFromNanos() {
+    return leaseFromNanos;
+  }
+
+  void leaseRenewed(long sentNanos) {
+    leaseFromNanos = sentNanos;
+  }
+
+  boolean suspect() {
+    return suspect;
+  }
+
+  void markSuspect() {
+    suspect = true;
+  }
+
+  // ---- TaskContext, for the handler ----
+
+  @Override
+  public long taskId() {
+    return claimed.id();
+  }
+
+  @Override
+  public String kind() {
+    return claimed.kind();
+  }
+
+  @Override
+  public String queue() {
+    return claimed.queue();
+  }
+
+  @Override
+  public String tenant() {
+    return claimed.tenant();
+  }
+
+  @Override
+  public int attempt() {
+    return claimed.attempt();
+  }
+
+  @Override
+  public int maxAttempts() {
+    return claimed.maxAttempts();
+  }
+
+  @Override
+  public String idempotencyKey() {
+    return "pgtask-" + claimed.id();
+  }
+
+  @Override
+  public String workerId() {
+    return workerId;
+  }
+
+  @Override
+  public synchronized Instant deadline() {
+    return deadline;
+  }
+
+  @Override
+  public synchronized JsonNode payload() {
+    return payload;
+  }
+
+  @Override
+  public Connection connection() {
+    Connection c;
+    synchronized (this) {
+      c = connection;
+    }
+    if (c == null) {
+      throw new IllegalStateException(noTransaction());
+    }
+    return c;
+  }
+
+  @Override
+  public DSLContext dsl() {
+    DSLContext d;
+    synchronized (this) {
+      d = dsl;
+    }
+    if (d == null) {
+      throw new IllegalStateException(noTransaction());
+    }
+    return d;
+  }
+
+  private String noTransaction() {
+    return plain
+        ? "task " + claimed.id() + " of kind " + claimed.kind() + " runs in plain mode: it has no transaction"
+        : "the task's transaction is over";
+  }
+}

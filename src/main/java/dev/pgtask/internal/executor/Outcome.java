@@ -1,0 +1,75 @@
+package dev.pgtask.internal.executor;
+
+import java.time.Duration;
+import java.time.Instant;
+
+/**
+ * How an attempt ended, as data: one type per outcome. The executor decides an outcome in one
+ * place ({@link Outcomes}), and {@link OutcomeWriter} is the only code that writes one to the
+ * database and counts it.
+ */
+sealed interface Outcome {
+
+  /** The name in metrics and logs when the outcome is applied as decided. */
+  String name();
+
+  /** The handler returned: the task is marked completed with its transaction's commit. */
+  record Completed() implements Outcome {
+    public String name() {
+      return "completed";
+    }
+  }
+
+  /**
+   * The attempt failed: retried at {@code retryAt} (an instant the handler chose) or after
+   * {@code retryDelay} (database clock), or discarded when {@code discard} or no attempt is left.
+   */
+  record Failed(String error, Duration retryDelay, Instant retryAt, boolean discard) implements Outcome {
+    static Failed retry(String error, Duration delay) {
+      return new Failed(error, delay, null, false);
+    }
+
+    static Failed discarded(String error) {
+      return new Failed(error, Duration.ZERO, null, true);
+    }
+
+    public String name() {
+      return discard ? "discarded" : "retried";
+    }
+  }
+
+  /** The handler asked to run again after {@code delay}; the attempt does not count. */
+  record Snoozed(Duration delay) implements Outcome {
+    public String name() {
+      return "snoozed";
+    }
+  }
+
+  /** Put back without spending an attempt: the worker is stopping (before or while it ran). */
+  record Released() implements Outcome {
+    public String name() {
+      return "released";
+    }
+  }
+
+  /** Put back for {@code delay} without spending an attempt: its tenant's lock was busy. */
+  record Deferred(Duration delay) implements Outcome {
+    public String name() {
+      return "deferred";
+    }
+  }
+
+  /** Stopped by a cancellation (while it ran, or before it started): ends cancelled. */
+  record Cancelled(String reason) implements Outcome {
+    public String name() {
+      return "cancelled";
+    }
+  }
+
+  /** The claim is no longer ours (rescued, cancelled or deleted meanwhile): nothing to write. */
+  record Lost(String why) implements Outcome {
+    public String name() {
+      return "lost";
+    }
+  }
+}

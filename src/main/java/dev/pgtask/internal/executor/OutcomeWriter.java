@@ -1,0 +1,95 @@
+package dev.pgtask.internal.executor;
+
+import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.gen.enums.TaskState;
+import java.time.Duration;
+import org.jooq.DSLContext;
+
+/**
+ * The one writer of outcomes other than completion (completions are written in sets, with their
+ * transaction's commit or by the {@link Completer}), and the one counter of every outcome. Each
+ * write is fenced: a claim that is no longer ours matches no row and writes nothing.
+ */
+final class OutcomeWriter {
+
+  private final WorkerConfig config;
+  private final WorkerStats stats;
+
+  OutcomeWriter(WorkerConfig config, WorkerStats stats) {
+    this.config = config;
+    this.stats = stats;
+  }
+
+  /**
+   * Writes {@code o} for {@code t} through {@code dsl} (the task's own transaction, which holds its
+   * row and tenant locks, or an autocommit connection for tasks held without one). Returns the
+   * state the task is left in, or null when the fence did not match (or there is nothing to write).
+   */
+  TaskState write(DSLContext dsl, LocalTask t, Outcome o) {
+    ExecuteQueries.Fence f = t.fence;
+    if (o instanceof Outcome.Failed failed) {
+      return failed.retryAt() != null
+          ? ExecuteQueries.failUntil(dsl, f, failed.error(), failed.retryAt(), failed.discard())
+          : ExecuteQueries.fail(dsl, f, failed.error(), failed.retryDelay(), failed.discard());
+    }
+    if (o instanceof Outcome.Snoozed s) {
+      return ExecuteQueries.snooze(dsl, f, s.delay());
+    }
+    if (o instanceof Outcome.Released) {
+      return ExecuteQueries.release(dsl, f, Duration.ZERO);
+    }
+    if (o instanceof Outcome.Deferred d) {
+      return ExecuteQueries.release(dsl, f, d.delay());
+    }
+    if (o instanceof Outcome.Cancelled c) {
+      return ExecuteQueries.cancelled(dsl, f, c.reason()) == 1 ? TaskState.cancelled : null;
+    }
+    return null; // Completed is written in sets; Lost writes nothing
+  }
+
+  /**
+   * Counts an outcome once its write is durable: {@code result} is the state it left the task in
+   * (null: fenced out, nothing counted). A run that was to be put back ends cancelled when a
+   * cancellation was requested meanwhile, and is counted so.
+   */
+  void count(LocalTask t, Outcome o, TaskState result, long startNanos) {
+    if (o instanceof Outcome.Lost) {
+      return;
+    }
+    if (o instanceof Outcome.Deferred) {
+      stats.deferred.incrementAndGet();
+      config.metrics().tenantDeferred(t.claimed.queue());
+      if (result != TaskState.cancelled) {
+        return;
+      }
+    }
+    if (result == null) {
+      return;
+    }
+    String name;
+    if (o instanceof Outcome.Completed) {
+      stats.completed.incrementAndGet();
+      name = "completed";
+    } else if (result == TaskState.cancelled) {
+      stats.cancelled.incrementAndGet();
+      name = "cancelled";
+    } else if (result == TaskState.discarded) {
+      stats.discarded.incrementAndGet();
+      name = "discarded";
+    } else if (o instanceof Outcome.Failed) {
+      stats.retried.incrementAndGet();
+      name = "retried";
+    } else if (o instanceof Outcome.Released) {
+      stats.released.incrementAndGet();
+      name = "released";
+    } else if (o instanceof Outcome.Snoozed) {
+      name = "snoozed";
+    } else {
+      return;
+    }
+    config.metrics().finished(t.claimed.queue(), t.claimed.kind(), name,
+        Duration.ofNanos(Math.max(0, System.nanoTime() - startNanos)));
+  }
+}
