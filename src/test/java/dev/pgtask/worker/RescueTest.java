@@ -124,7 +124,7 @@ class RescueTest {
     try (Connection c = queue.pool().getConnection()) {
       c.setAutoCommit(false);
       DSLContext tx = Sql.using(c);
-      assertThat(ExecuteQueries.lockForExecution(c, java.util.List.of(zombie), "pgtask test", 10_000, 1))
+      assertThat(ExecuteQueries.lockForExecution(c, java.util.List.of(zombie), "pgtask test", 10_000, 1, false))
           .as("tasks the zombie re-locked (none: fenced out)").isEmpty();
       assertThat(ExecuteQueries.completeAll(c, java.util.List.of(zombie))).as("rows the zombie completed").isZero();
       c.rollback();

@@ -112,9 +112,10 @@ class WorkerTest {
   }
 
   @Test
-  void aCommitThatFailsKeepsNeitherTheEffectsNorTheCompletion() throws SQLException {
-    // the completion and the COMMIT travel together: a check the server makes only at COMMIT
-    // (a deferred constraint) must still undo both, and the task is retried
+  void aDeferredConstraintViolationFailsItsAttemptWithItsOwnErrorAndKeepsNeitherEffectsNorCompletion()
+      throws SQLException {
+    // a check the server would make only at COMMIT (a deferred constraint) is made inside the
+    // task's savepoint before its completion: the attempt fails with the violation, under its locks
     exec("CREATE TABLE deferred_guard (task_id bigint UNIQUE DEFERRABLE INITIALLY DEFERRED)");
     try {
       start(worker().handler("test.deferred", (ctx, payload) -> {
@@ -131,7 +132,7 @@ class WorkerTest {
       assertThat(count("SELECT attempt FROM effect")).isEqualTo(3);
       assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
       assertThat(text("SELECT errors->0->>'error' FROM pgtask.task WHERE id = " + id))
-          .contains("task transaction failed").contains("deferred_guard");
+          .contains("deferred_guard").contains("23505").doesNotContain("task transaction failed");
     } finally {
       exec("DROP TABLE deferred_guard");
     }
