@@ -112,6 +112,18 @@ class WorkerTest {
   }
 
   @Test
+  void aRetryAtAnInstantRunsAtThatInstantAsGivenNotAsADelayOnTheJvmClock() throws SQLException {
+    java.time.Instant at = java.time.Instant.parse("2099-01-02T03:04:05.678901Z");
+    start(worker().handler("test.retry_at", (ctx, payload) -> {
+      throw dev.pgtask.RetryTaskException.at(at, "later");
+    }));
+    long id = queue.pgtask().enqueue(NewTask.of("test.retry_at", null));
+    await().atMost(Duration.ofSeconds(20)).until(() -> "retryable".equals(state(id)));
+    assertThat(text("SELECT to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') FROM pgtask.task WHERE id = " + id))
+        .isEqualTo("2099-01-02T03:04:05.678901");
+  }
+
+  @Test
   void aDeferredConstraintViolationFailsItsAttemptWithItsOwnErrorAndKeepsNeitherEffectsNorCompletion()
       throws SQLException {
     // a check the server would make only at COMMIT (a deferred constraint) is made inside the
