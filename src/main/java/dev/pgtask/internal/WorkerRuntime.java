@@ -80,13 +80,16 @@ public final class WorkerRuntime {
       stopped = true;
       log.info("pgtask worker {} stopping: {} task(s) in flight", config.workerId(), executor.inFlight());
       localWakeRegistration.run();
-      if (!producer.stop(Duration.ofSeconds(10))) {
-        log.warn("pgtask worker {}: a claim is still in flight after 10 s; its tasks are put back when it returns",
+      // one deadline for the whole stop: a claim stuck in flight (its tasks are put back when it
+      // returns) must not add to the time running tasks get to finish
+      long deadline = System.nanoTime() + config.shutdownTimeout().toNanos();
+      if (!producer.stop(config.shutdownTimeout())) {
+        log.warn("pgtask worker {}: a claim is still in flight; its tasks are put back when it returns",
             config.workerId());
       }
-      listener.stop(Duration.ofSeconds(5));
+      listener.stop(Duration.ofSeconds(1));
       maintenance.stop();
-      executor.shutdown(config.shutdownTimeout());
+      executor.shutdown(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
       try {
         WorkerQueries.deregister(Sql.using(config.dataSource()), config.workerId());
       } catch (RuntimeException e) {

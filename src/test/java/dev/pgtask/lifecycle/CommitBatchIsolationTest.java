@@ -64,7 +64,7 @@ class CommitBatchIsolationTest {
             try (ResultSet rs = st.executeQuery("SELECT txid_current()")) {
               rs.next();
               if (ctx.attempt() == 1) {
-                firstTransaction.put(ctx.taskId(), rs.getLong(1));
+                firstTransaction.putIfAbsent(ctx.taskId(), rs.getLong(1)); // the first run of attempt 1
               }
             }
             st.execute("INSERT INTO effect VALUES (" + ctx.taskId() + ", " + ctx.attempt() + ")");

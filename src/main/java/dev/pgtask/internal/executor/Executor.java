@@ -371,12 +371,24 @@ public final class Executor extends Service {
 
   private void releaseOrphans() {
     List<Long> ids = new ArrayList<>(held.keySet());
-    try {
-      int n = ExecuteQueries.releaseOrphans(Sql.using(config.dataSource()), config.workerId(), ids);
+    try (Connection c = config.dataSource().getConnection()) {
+      int n;
+      c.setAutoCommit(false);
+      try (java.sql.Statement st = c.createStatement()) {
+        // at shutdown nothing may wait long: a table locked by someone else keeps the rows for rescue
+        st.execute("SET LOCAL lock_timeout = '1s'");
+        n = ExecuteQueries.releaseOrphans(Sql.using(c), config.workerId(), ids);
+        c.commit();
+      } catch (SQLException | RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
       if (n > 0) {
         log.info("pgtask: put back {} task(s) claimed by this worker that it no longer held", n);
       }
-    } catch (RuntimeException e) {
+    } catch (SQLException | RuntimeException e) {
       log.warn("pgtask: could not put back the tasks this worker's claims left behind ({}); they are rescued "
           + "after their lease", e.getMessage());
     }
