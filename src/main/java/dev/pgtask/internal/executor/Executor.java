@@ -311,6 +311,11 @@ public final class Executor extends Service {
     }
   }
 
+  /** Whether a claim's answer may be on its way. */
+  boolean claimInFlight() {
+    return claimsInFlight.get() > 0;
+  }
+
   /** The listener is listening again: what it could not hear meanwhile is read from the database. */
   public void checkHeldNow() {
     keeper.check();

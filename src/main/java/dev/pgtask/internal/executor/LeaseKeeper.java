@@ -122,6 +122,10 @@ final class LeaseKeeper extends Service {
   /** Reads what happened to the held tasks, and tells the executor. */
   void check() {
     List<LocalTask> held = executor.held();
+    if (held.isEmpty() && !executor.claimInFlight()) {
+      executor.apply(Map.of()); // nothing held, nothing on its way: nothing to read
+      return;
+    }
     List<Fence> fences = new ArrayList<>(held.size());
     held.forEach(t -> fences.add(t.fence));
     try {
