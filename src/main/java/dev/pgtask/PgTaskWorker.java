@@ -4,10 +4,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.internal.HandlerEntry;
+import dev.pgtask.internal.ListenConnections;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerRuntime;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -15,7 +15,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Properties;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
@@ -325,8 +324,12 @@ public final class PgTaskWorker implements AutoCloseable {
     }
 
     /**
-     * How to open the dedicated LISTEN connection (outside the pool). Not needed when the data
-     * source is a HikariDataSource or a pgjdbc data source: it is derived from them.
+     * How to open the dedicated LISTEN connection: a direct connection that belongs to no pool (a
+     * pooled one, closed on shutdown or reconnect, would go back to its pool still listening).
+     * Derived when not given: from a {@code HikariDataSource}'s JDBC URL and credentials (or the
+     * data source it wraps), from pgjdbc's {@code PGSimpleDataSource} (unpooled), and from any
+     * other pgjdbc data source such as {@code PGPoolingDataSource} by opening a direct connection
+     * with its settings. For any other data source {@link #build()} fails and asks for this.
      */
     public Builder listenConnection(Callable<Connection> factory) {
       this.listenConnectionFactory = Objects.requireNonNull(factory, "factory");
@@ -398,10 +401,17 @@ public final class PgTaskWorker implements AutoCloseable {
             + concurrency + " needs at least " + (concurrency + 1)
             + " (one per executing task, one for claims and maintenance)");
       }
-      Callable<Connection> listen = listenConnectionFactory != null ? listenConnectionFactory : deriveListen(dataSource);
+      int pgPoolSize = pgPoolingMaxConnections(dataSource);
+      if (pgPoolSize > 0 && pgPoolSize < concurrency + 1) {
+        errors.add("the connection pool has " + pgPoolSize + " connections; concurrency " + concurrency
+            + " needs at least " + (concurrency + 1) + " (one per executing task, one for claims and maintenance)");
+      }
+      Callable<Connection> listen = listenConnectionFactory != null ? listenConnectionFactory
+          : ListenConnections.derive(dataSource);
       if (listen == null) {
-        errors.add("cannot derive the LISTEN connection from a " + dataSource.getClass().getName()
-            + ": give listenConnection(...)");
+        errors.add("cannot tell whether a " + dataSource.getClass().getName() + " is pooled, and the LISTEN"
+            + " connection must not come from a pool (it would go back still listening): give"
+            + " listenConnection(...), e.g. () -> DriverManager.getConnection(url, user, password)");
       }
       if (!errors.isEmpty()) {
         throw new IllegalArgumentException("pgtask worker: " + String.join("; ", errors));
@@ -427,23 +437,10 @@ public final class PgTaskWorker implements AutoCloseable {
       }
     }
 
-    private static Callable<Connection> deriveListen(DataSource ds) {
-      if (ds instanceof HikariDataSource h && h.getJdbcUrl() != null) {
-        Properties props = new Properties();
-        props.putAll(h.getDataSourceProperties());
-        if (h.getUsername() != null) {
-          props.setProperty("user", h.getUsername());
-        }
-        if (h.getPassword() != null) {
-          props.setProperty("password", h.getPassword());
-        }
-        String url = h.getJdbcUrl();
-        return () -> DriverManager.getConnection(url, props);
-      }
-      if (ds instanceof org.postgresql.ds.common.BaseDataSource) {
-        return ds::getConnection; // pgjdbc's own data sources are unpooled
-      }
-      return null;
+    /** The size limit of a pgjdbc {@code PGPoolingDataSource} (0: unlimited), or 0 for any other data source. */
+    @SuppressWarnings("deprecation")
+    private static int pgPoolingMaxConnections(DataSource ds) {
+      return ds instanceof org.postgresql.ds.PGPoolingDataSource p ? p.getMaxConnections() : 0;
     }
 
     private static String defaultWorkerId() {
