@@ -370,7 +370,10 @@ public final class PgTask {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     }
 
-    /** The Jackson mapper for payloads (default: a plain {@code new ObjectMapper()} with modules found on the classpath). */
+    /**
+     * The Jackson mapper that turns payloads into JSON (default: {@link PgTaskWorker#defaultObjectMapper()},
+     * the workers' default, so both sides share its modules).
+     */
     public Builder objectMapper(ObjectMapper objectMapper) {
       this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
       return this;
@@ -388,7 +391,7 @@ public final class PgTask {
     /** Validates the settings and builds the client. */
     public PgTask build() {
       if (objectMapper == null) {
-        objectMapper = new ObjectMapper().findAndRegisterModules();
+        objectMapper = PgTaskWorker.defaultObjectMapper();
       }
       return new PgTask(this);
     }

@@ -1,5 +1,6 @@
 package dev.pgtask;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
@@ -87,6 +88,31 @@ public final class PgTaskWorker implements AutoCloseable {
 
   private PgTaskWorker(WorkerConfig config) {
     this.config = config;
+  }
+
+  /**
+   * A new instance of the Jackson mapper workers (and {@link PgTask}) use when none is given: the
+   * modules found on the classpath ({@code findAndRegisterModules}), and strict about what a
+   * handler's record needs, lenient about what it does not know:
+   * <ul>
+   *   <li>a field of the record missing from the payload is an error
+   *       ({@code FAIL_ON_MISSING_CREATOR_PROPERTIES}), not a silent 0 or null;</li>
+   *   <li>{@code null} for a primitive ({@code int}, {@code long}, {@code boolean}, ...) is an error
+   *       ({@code FAIL_ON_NULL_FOR_PRIMITIVES}), not a silent 0;</li>
+   *   <li>a property the record does not have is ignored ({@code FAIL_ON_UNKNOWN_PROPERTIES}
+   *       off), so producers can add a field before every worker knows it: with both unknown and
+   *       missing fields failing, no deployment order could add a field without discarding tasks.</li>
+   * </ul>
+   * A payload that does not fit is discarded with an error naming the field and the problem, never
+   * its values. To change any of this, pass your own mapper to {@link Builder#objectMapper}, e.g.
+   * {@code defaultObjectMapper().disable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES)}
+   * to let a missing field become null or 0.
+   */
+  public static ObjectMapper defaultObjectMapper() {
+    return new ObjectMapper().findAndRegisterModules()
+        .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES,
+            DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+        .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
   }
 
   /** A builder for a worker that executes tasks through {@code dataSource} (a connection pool). */
@@ -342,7 +368,11 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
-    /** The Jackson mapper for payloads (default: a new one with the modules on the classpath). */
+    /**
+     * The Jackson mapper for payloads (default: {@link PgTaskWorker#defaultObjectMapper()}: a missing
+     * field or a null for a primitive is an error that discards the task naming the field; unknown
+     * properties are ignored). A mapper given here is used as it is.
+     */
     public Builder objectMapper(ObjectMapper objectMapper) {
       this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
       return this;
@@ -421,7 +451,7 @@ public final class PgTaskWorker implements AutoCloseable {
           Map.copyOf(handlers), concurrency, batchSize, prefetch, commitBatchSize, commitBatchTime, pollInterval, taskTimeout, shutdownTimeout,
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
           listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
-          objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules(), metrics);
+          objectMapper != null ? objectMapper : defaultObjectMapper(), metrics);
       return new PgTaskWorker(config);
     }
 

@@ -818,10 +818,11 @@ public final class Executor {
     return t + Math.max(5_000, t / 10);
   }
 
-  /** A payload that does not deserialize never will: discard, without echoing it (Jackson's messages quote it). */
+  /** A payload that does not deserialize never will: discard, naming the field but no value (see PayloadErrors). */
   private static Outcome payloadMismatch(HandlerEntry<?> handler, Exception e) {
-    return Outcome.discard("payload does not match " + handler.payloadType().getName()
-        + " (" + e.getClass().getSimpleName() + ")");
+    String why = PayloadErrors.describe(handler.payloadType(), e);
+    log.warn("pgtask: a {} task is discarded: {}", handler.kind(), why);
+    return Outcome.discard(why);
   }
 
   private Duration timeout(HandlerEntry<?> handler) {
