@@ -32,6 +32,11 @@ import org.jooq.DSLContext;
  * {@code pgtask.enqueue_batch}, the same ones SQL callers use, so the rules and the resulting rows
  * are identical. A committed enqueue wakes the workers of its queue with one {@code NOTIFY} per
  * queue per transaction. Instances are immutable and thread-safe.
+ *
+ * <p>Every method throws {@link PgTaskException} when the database has no (or not all of the)
+ * pgtask schema, with a message that says so and names {@code Migrations.apply(dataSource)} and
+ * {@code pgtask migrate}; it is recognised from the failed statement's SQLSTATE, at no cost to an
+ * enqueue that succeeds.
  */
 public final class PgTask {
 
@@ -153,7 +158,7 @@ public final class PgTask {
     } catch (PgTaskException e) {
       throw e;
     } catch (RuntimeException e) {
-      throw Sql.translate("enqueue batch", e);
+      throw failure("enqueue batch", e);
     }
   }
 
@@ -185,7 +190,7 @@ public final class PgTask {
       String r = OperationQueries.cancelTask(dsl, taskId);
       return "cancelled".equals(r) ? CancelResult.CANCELLED : CancelResult.CANCEL_REQUESTED;
     } catch (RuntimeException e) {
-      throw Sql.translate("cancel", e);
+      throw failure("cancel", e);
     }
   }
 
@@ -200,7 +205,7 @@ public final class PgTask {
     try {
       OperationQueries.retryTask(dsl, taskId);
     } catch (RuntimeException e) {
-      throw Sql.translate("retry", e);
+      throw failure("retry", e);
     }
   }
 
@@ -214,7 +219,7 @@ public final class PgTask {
     try {
       OperationQueries.deleteTask(dsl, taskId);
     } catch (RuntimeException e) {
-      throw Sql.translate("delete", e);
+      throw failure("delete", e);
     }
   }
 
@@ -232,8 +237,40 @@ public final class PgTask {
     try {
       OperationQueries.updateTask(dsl, taskId, json, runAt, priority);
     } catch (RuntimeException e) {
-      throw Sql.translate("update", e);
+      throw failure("update", e);
     }
+  }
+
+  /** SQLSTATEs that mean the pgtask schema, or one of its functions or tables, is not there. */
+  private static final java.util.Set<String> NOT_MIGRATED = java.util.Set.of(
+      "3F000", // invalid_schema_name: schema "pgtask" does not exist
+      "42883", // undefined_function: pgtask.enqueue(...) does not exist (an older schema)
+      "42P01"); // undefined_table
+
+  /**
+   * The exception for a failed statement: a database without (all of) the pgtask schema says so
+   * and how to create it; everything else as {@link Sql#translate}. Looked at only once a
+   * statement has failed: the enqueue itself costs no extra round trip.
+   */
+  private static RuntimeException failure(String action, RuntimeException e) {
+    String state = Sql.sqlState(e);
+    if (state != null && NOT_MIGRATED.contains(state)) {
+      return new PgTaskException("pgtask: " + action + " failed: the pgtask schema is missing or not fully"
+          + " migrated in this database (" + serverMessage(e) + ", SQLSTATE " + state + "); run the migrations"
+          + " first: Migrations.apply(dataSource) or bin/pgtask migrate", e);
+    }
+    return Sql.translate(action, e);
+  }
+
+  /** The server's one-line message (it names the missing object), without the driver's position line. */
+  private static String serverMessage(Throwable e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof org.postgresql.util.PSQLException p && p.getServerErrorMessage() != null
+          && p.getServerErrorMessage().getMessage() != null) {
+        return p.getServerErrorMessage().getMessage();
+      }
+    }
+    return Sql.rootMessage(e).lines().findFirst().orElse("");
   }
 
   private long enqueueWith(DSLContext ctx, NewTask task) {
@@ -242,7 +279,7 @@ public final class PgTask {
     try {
       id = EnqueueQueries.enqueue(ctx, row);
     } catch (RuntimeException e) {
-      throw Sql.translate("enqueue", e);
+      throw failure("enqueue", e);
     }
     metrics.enqueued(row.queue(), 1);
     return id;
@@ -258,7 +295,7 @@ public final class PgTask {
     try {
       ids = EnqueueQueries.enqueueBatch(ctx, rows);
     } catch (RuntimeException e) {
-      throw Sql.translate("enqueue batch", e);
+      throw failure("enqueue batch", e);
     }
     if (metrics != PgTaskMetrics.NOOP) {
       java.util.Map<String, Integer> perQueue = new java.util.HashMap<>();
@@ -333,7 +370,10 @@ public final class PgTask {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     }
 
-    /** The Jackson mapper for payloads (default: a plain {@code new ObjectMapper()} with modules found on the classpath). */
+    /**
+     * The Jackson mapper that turns payloads into JSON (default: {@link PgTaskWorker#defaultObjectMapper()},
+     * the workers' default, so both sides share its modules).
+     */
     public Builder objectMapper(ObjectMapper objectMapper) {
       this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
       return this;
@@ -351,7 +391,7 @@ public final class PgTask {
     /** Validates the settings and builds the client. */
     public PgTask build() {
       if (objectMapper == null) {
-        objectMapper = new ObjectMapper().findAndRegisterModules();
+        objectMapper = PgTaskWorker.defaultObjectMapper();
       }
       return new PgTask(this);
     }

@@ -1,13 +1,14 @@
 package dev.pgtask;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.internal.HandlerEntry;
+import dev.pgtask.internal.ListenConnections;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerRuntime;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -15,7 +16,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Properties;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
@@ -88,6 +88,31 @@ public final class PgTaskWorker implements AutoCloseable {
 
   private PgTaskWorker(WorkerConfig config) {
     this.config = config;
+  }
+
+  /**
+   * A new instance of the Jackson mapper workers (and {@link PgTask}) use when none is given: the
+   * modules found on the classpath ({@code findAndRegisterModules}), and strict about what a
+   * handler's record needs, lenient about what it does not know:
+   * <ul>
+   *   <li>a field of the record missing from the payload is an error
+   *       ({@code FAIL_ON_MISSING_CREATOR_PROPERTIES}), not a silent 0 or null;</li>
+   *   <li>{@code null} for a primitive ({@code int}, {@code long}, {@code boolean}, ...) is an error
+   *       ({@code FAIL_ON_NULL_FOR_PRIMITIVES}), not a silent 0;</li>
+   *   <li>a property the record does not have is ignored ({@code FAIL_ON_UNKNOWN_PROPERTIES}
+   *       off), so producers can add a field before every worker knows it: with both unknown and
+   *       missing fields failing, no deployment order could add a field without discarding tasks.</li>
+   * </ul>
+   * A payload that does not fit is discarded with an error naming the field and the problem, never
+   * its values. To change any of this, pass your own mapper to {@link Builder#objectMapper}, e.g.
+   * {@code defaultObjectMapper().disable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES)}
+   * to let a missing field become null or 0.
+   */
+  public static ObjectMapper defaultObjectMapper() {
+    return new ObjectMapper().findAndRegisterModules()
+        .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES,
+            DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+        .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
   }
 
   /** A builder for a worker that executes tasks through {@code dataSource} (a connection pool). */
@@ -325,8 +350,12 @@ public final class PgTaskWorker implements AutoCloseable {
     }
 
     /**
-     * How to open the dedicated LISTEN connection (outside the pool). Not needed when the data
-     * source is a HikariDataSource or a pgjdbc data source: it is derived from them.
+     * How to open the dedicated LISTEN connection: a direct connection that belongs to no pool (a
+     * pooled one, closed on shutdown or reconnect, would go back to its pool still listening).
+     * Derived when not given: from a {@code HikariDataSource}'s JDBC URL and credentials (or the
+     * data source it wraps), from pgjdbc's {@code PGSimpleDataSource} (unpooled), and from any
+     * other pgjdbc data source such as {@code PGPoolingDataSource} by opening a direct connection
+     * with its settings. For any other data source {@link #build()} fails and asks for this.
      */
     public Builder listenConnection(Callable<Connection> factory) {
       this.listenConnectionFactory = Objects.requireNonNull(factory, "factory");
@@ -339,7 +368,11 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
-    /** The Jackson mapper for payloads (default: a new one with the modules on the classpath). */
+    /**
+     * The Jackson mapper for payloads (default: {@link PgTaskWorker#defaultObjectMapper()}: a missing
+     * field or a null for a primitive is an error that discards the task naming the field; unknown
+     * properties are ignored). A mapper given here is used as it is.
+     */
     public Builder objectMapper(ObjectMapper objectMapper) {
       this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
       return this;
@@ -398,10 +431,17 @@ public final class PgTaskWorker implements AutoCloseable {
             + concurrency + " needs at least " + (concurrency + 1)
             + " (one per executing task, one for claims and maintenance)");
       }
-      Callable<Connection> listen = listenConnectionFactory != null ? listenConnectionFactory : deriveListen(dataSource);
+      int pgPoolSize = pgPoolingMaxConnections(dataSource);
+      if (pgPoolSize > 0 && pgPoolSize < concurrency + 1) {
+        errors.add("the connection pool has " + pgPoolSize + " connections; concurrency " + concurrency
+            + " needs at least " + (concurrency + 1) + " (one per executing task, one for claims and maintenance)");
+      }
+      Callable<Connection> listen = listenConnectionFactory != null ? listenConnectionFactory
+          : ListenConnections.derive(dataSource);
       if (listen == null) {
-        errors.add("cannot derive the LISTEN connection from a " + dataSource.getClass().getName()
-            + ": give listenConnection(...)");
+        errors.add("cannot tell whether a " + dataSource.getClass().getName() + " is pooled, and the LISTEN"
+            + " connection must not come from a pool (it would go back still listening): give"
+            + " listenConnection(...), e.g. () -> DriverManager.getConnection(url, user, password)");
       }
       if (!errors.isEmpty()) {
         throw new IllegalArgumentException("pgtask worker: " + String.join("; ", errors));
@@ -411,7 +451,7 @@ public final class PgTaskWorker implements AutoCloseable {
           Map.copyOf(handlers), concurrency, batchSize, prefetch, commitBatchSize, commitBatchTime, pollInterval, taskTimeout, shutdownTimeout,
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
           listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
-          objectMapper != null ? objectMapper : new ObjectMapper().findAndRegisterModules(), metrics);
+          objectMapper != null ? objectMapper : defaultObjectMapper(), metrics);
       return new PgTaskWorker(config);
     }
 
@@ -427,23 +467,10 @@ public final class PgTaskWorker implements AutoCloseable {
       }
     }
 
-    private static Callable<Connection> deriveListen(DataSource ds) {
-      if (ds instanceof HikariDataSource h && h.getJdbcUrl() != null) {
-        Properties props = new Properties();
-        props.putAll(h.getDataSourceProperties());
-        if (h.getUsername() != null) {
-          props.setProperty("user", h.getUsername());
-        }
-        if (h.getPassword() != null) {
-          props.setProperty("password", h.getPassword());
-        }
-        String url = h.getJdbcUrl();
-        return () -> DriverManager.getConnection(url, props);
-      }
-      if (ds instanceof org.postgresql.ds.common.BaseDataSource) {
-        return ds::getConnection; // pgjdbc's own data sources are unpooled
-      }
-      return null;
+    /** The size limit of a pgjdbc {@code PGPoolingDataSource} (0: unlimited), or 0 for any other data source. */
+    @SuppressWarnings("deprecation")
+    private static int pgPoolingMaxConnections(DataSource ds) {
+      return ds instanceof org.postgresql.ds.PGPoolingDataSource p ? p.getMaxConnections() : 0;
     }
 
     private static String defaultWorkerId() {

@@ -7,7 +7,8 @@ public final class ConnectionOptions {
 
   @Option(names = "--url", paramLabel = "JDBC_URL",
       description = "Database URL: jdbc:postgresql://HOST:PORT/DB[?user=U&password=P] or postgresql://U:P@HOST:PORT/DB."
-          + " Default: PGTASK_URL, else the libpq variables PGHOST PGPORT PGDATABASE PGUSER PGPASSWORD.")
+          + " Default: PGTASK_URL, else the libpq variables PGHOST PGPORT PGDATABASE PGUSER PGPASSWORD."
+          + " A command line is visible to every user (ps): prefer PGPASSWORD or PGTASK_URL for a password.")
   String url;
 
   /** The resolved connection settings. */

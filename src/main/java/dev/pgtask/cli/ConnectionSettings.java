@@ -1,6 +1,7 @@
 package dev.pgtask.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.internal.Secrets;
 import java.net.URLDecoder;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -239,12 +240,23 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
     }
   }
 
-  /** The error for a failed connection attempt. */
+  /**
+   * The error for a failed connection attempt. The driver's message is passed on without the
+   * password (pgjdbc quotes a URL it cannot parse in full, password included).
+   */
   public CliException cannotConnect(Throwable cause) {
-    String msg = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
+    String raw = cause.getMessage();
+    String msg = raw == null ? cause.getClass().getSimpleName() : scrub(raw);
+    Throwable kept = cause;
+    if (raw != null && !raw.equals(msg)) {
+      // the cause's own message quotes the password: keep its stack trace (--verbose), not its text
+      SQLException safe = new SQLException(msg, cause instanceof SQLException s ? s.getSQLState() : null);
+      safe.setStackTrace(cause.getStackTrace());
+      kept = safe;
+    }
     return new CliException(ExitCodes.CANNOT_CONNECT,
         "cannot connect to " + describe() + " (from " + source + "): " + Main.oneLine(msg).replaceAll("[.\\s]+$", "")
-            + "; " + HINT, cause);
+            + "; " + HINT, kept);
   }
 
   /**
@@ -287,7 +299,18 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
 
   /** The URL with any password replaced by {@code ***}. */
   static String redact(String url) {
-    return url.replaceAll("(?i)(password=)[^&]*", "$1***").replaceAll("(://[^/@:]*:)[^/@]*@", "$1***@");
+    return Secrets.redact(url);
+  }
+
+  /**
+   * {@code text} (a message written by the driver or the pool) without this connection's password:
+   * URL passwords masked, and every literal occurrence of the password given separately or in
+   * the URL.
+   */
+  public String scrub(String text) {
+    String s = Secrets.redact(text, password);
+    String inUrl = query(jdbcUrl).get("password");
+    return inUrl == null ? s : Secrets.redact(s, inUrl);
   }
 
   private static Map<String, String> query(String url) {

@@ -476,28 +476,51 @@ public final class DemoCommand implements Callable<Integer> {
       this.log = log;
     }
 
-    /** Starts {@code pgtask worker --demo-handlers} in a new JVM with this JVM's class path. */
+    /**
+     * Starts {@code pgtask worker --demo-handlers} in a new JVM with this JVM's class path. Where
+     * to connect travels in the child's environment ({@link #environment}), never on its command
+     * line, which every user of the machine can read ({@code ps}, {@code /proc/<pid>/cmdline}).
+     */
     static DemoWorker start(String id, ConnectionSettings settings, int concurrency) throws IOException {
+      Path log = Files.createTempFile("pgtask-demo-" + id + "-", ".log");
+      ProcessBuilder pb = new ProcessBuilder(command(id, concurrency)).redirectErrorStream(true)
+          .redirectOutput(log.toFile());
+      Map<String, String> env = pb.environment();
+      env.remove("PGPASSWORD");
+      env.putAll(environment(settings));
+      return new DemoWorker(id, pb.start(), log);
+    }
+
+    /** The worker's command line: no URL, user or password on it. */
+    static List<String> command(String id, int concurrency) {
       List<String> cmd = new ArrayList<>();
       cmd.add(javaBinary());
       cmd.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"));
       cmd.add("-cp");
       cmd.add(System.getProperty("java.class.path"));
       cmd.add(Main.class.getName());
-      cmd.addAll(List.of("worker", "--url", settings.jdbcUrl(), "--demo-handlers", "--queue", QUEUE,
+      cmd.addAll(List.of("worker", "--demo-handlers", "--queue", QUEUE,
           "--concurrency", String.valueOf(concurrency), "--lease-duration", LEASE.toSeconds() + "s",
           "--rescue-interval", RESCUE_INTERVAL.toSeconds() + "s", "--poll-interval", "1s", "--worker-id", id));
-      Path log = Files.createTempFile("pgtask-demo-" + id + "-", ".log");
-      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
-      // credentials travel in the environment, not on the command line (visible to ps)
+      return cmd;
+    }
+
+    /**
+     * What the worker finds the database by, set in its environment only: {@code PGTASK_URL} (the
+     * resolved JDBC URL, which may carry a password given in {@code --url}), {@code PGUSER} and
+     * {@code PGPASSWORD} (when the password was given apart from the URL). A process's environment
+     * is readable only by its own user and root.
+     */
+    static Map<String, String> environment(ConnectionSettings settings) {
+      Map<String, String> env = new LinkedHashMap<>();
+      env.put("PGTASK_URL", settings.jdbcUrl());
       if (settings.user() != null) {
-        pb.environment().put("PGUSER", settings.user());
+        env.put("PGUSER", settings.user());
       }
       if (settings.password() != null) {
-        pb.environment().put("PGPASSWORD", settings.password());
+        env.put("PGPASSWORD", settings.password());
       }
-      pb.environment().remove("PGTASK_URL");
-      return new DemoWorker(id, pb.start(), log);
+      return env;
     }
 
     String lastLogLine() {

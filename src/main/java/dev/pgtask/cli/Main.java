@@ -1,5 +1,6 @@
 package dev.pgtask.cli;
 
+import dev.pgtask.internal.Secrets;
 import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.util.Locale;
@@ -84,7 +85,7 @@ public final class Main implements Runnable {
     CommandLine cmd = e.getCommandLine();
     PrintWriter err = cmd.getErr();
     String name = cmd.getCommandSpec().qualifiedName();
-    err.println(name + ": " + oneLine(e.getMessage()) + " (see '" + name + " --help')");
+    err.println(name + ": " + oneLine(Secrets.redact(e.getMessage())) + " (see '" + name + " --help')");
     err.flush();
     return ExitCodes.USAGE;
   }
@@ -105,7 +106,8 @@ public final class Main implements Runnable {
       code = ExitCodes.FAILURE;
       message = describe(e);
     }
-    err.println(name + ": " + oneLine(message));
+    // a URL in a message (the driver's, the pool's, Flyway's) never shows its password
+    err.println(name + ": " + oneLine(Secrets.redact(message)));
     if (verbose) {
       e.printStackTrace(err);
     }

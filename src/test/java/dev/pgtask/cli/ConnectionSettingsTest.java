@@ -135,4 +135,26 @@ class ConnectionSettingsTest {
         .isInstanceOf(CliException.class)
         .hasMessageContaining("port 'port' is not a number");
   }
+
+  @Test
+  void aConnectionFailureMessageNeverShowsThePasswordOfTheUrl() {
+    // pgjdbc quotes a URL it cannot parse in full, password included
+    CliRun run = CliRun.of("migrate", "--url", "jdbc:postgresql://127.0.0.1:99999/db?user=x&password=Hunter2-url");
+    assertThat(run.exitCode()).isEqualTo(ExitCodes.CANNOT_CONNECT);
+    assertThat(run.err()).as("the error printed").contains("cannot connect to jdbc:postgresql://127.0.0.1:99999/db")
+        .doesNotContain("Hunter2-url");
+
+    ConnectionSettings s = resolve("jdbc:postgresql://127.0.0.1:99999/db?password=Hunter2-url", NO_ENV);
+    CliException e = s.cannotConnect(new java.sql.SQLException("Unable to parse URL " + s.jdbcUrl(), "08001"));
+    assertThat(e).hasMessageNotContaining("Hunter2-url");
+    assertThat(e.getCause()).as("the cause kept for --verbose").hasMessageNotContaining("Hunter2-url");
+  }
+
+  @Test
+  void aConnectionFailureMessageNeverShowsAPasswordGivenApartFromTheUrl() {
+    ConnectionSettings s = resolve("postgresql://alice:Hunter2-uri@127.0.0.1:1/db", Map.of());
+    CliException e = s.cannotConnect(new java.sql.SQLException("driver says: Hunter2-uri was rejected", "28P01"));
+    assertThat(e).hasMessageNotContaining("Hunter2-uri").hasMessageContaining("driver says: *** was rejected");
+    assertThat(s.toString()).doesNotContain("Hunter2-uri");
+  }
 }

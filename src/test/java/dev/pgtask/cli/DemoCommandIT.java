@@ -4,7 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.TestDatabase;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
@@ -66,6 +74,52 @@ class DemoCommandIT {
     CliRun again = CliRun.of("demo", "--url", db.fullUrl(), "--tasks", "60", "--tenants", "5", "--workers", "2");
     assertThat(again.exitCode()).as("second demo; stdout:%n%s%nstderr:%n%s", again.out(), again.err()).isEqualTo(ExitCodes.OK);
     assertThat(again.out()).contains("executed exactly once:  yes (60 executions of 60 tasks");
+  }
+
+  @Test
+  void theDemoStartsItsWorkersWithNoPasswordOnTheirCommandLines() throws Exception {
+    // the server trusts local connections; a password is sent all the same, so one is made up
+    String password = db.password() != null ? db.password() : "Demo-Secret-4711";
+    String withPasswordInUrl = db.url() + (db.url().contains("?") ? "&" : "?") + "user=" + db.user()
+        + "&password=" + password;
+    ConnectionSettings inUrl = ConnectionSettings.resolve(withPasswordInUrl, Map.of(), db.user());
+    ConnectionSettings apart = ConnectionSettings.resolve(db.url(), Map.of("PGPASSWORD", password), db.user());
+    assertThat(apart.password()).isEqualTo(password);
+
+    List<DemoCommand.DemoWorker> workers = new ArrayList<>();
+    try {
+      workers.add(DemoCommand.DemoWorker.start("secret-url-w", inUrl, 1));
+      workers.add(DemoCommand.DemoWorker.start("secret-env-w", apart, 1));
+      for (DemoCommand.DemoWorker w : workers) {
+        String cmdline = Files.readString(Path.of("/proc", String.valueOf(w.process.pid()), "cmdline"))
+            .replace('\0', ' ');
+        assertThat(cmdline).as("/proc/<pid>/cmdline of worker %s", w.id).contains("--worker-id " + w.id)
+            .doesNotContain(password).doesNotContain("--url");
+        assertThat(String.join(" ", w.process.info().arguments().orElse(new String[0])))
+            .as("arguments of worker %s", w.id).doesNotContain(password);
+        // it is in the environment, readable by its own user only
+        assertThat(Files.readString(Path.of("/proc", String.valueOf(w.process.pid()), "environ")))
+            .as("environment of worker %s", w.id).contains("PGTASK_URL=" + db.url());
+      }
+      // and the workers found the database that way: they registered in it
+      Db sql = new Db(db);
+      await("both workers registered").atMost(Duration.ofSeconds(90))
+          .until(() -> sql.rows("SELECT id FROM pgtask.workers").containsAll(List.of("secret-url-w", "secret-env-w"))
+              || workers.stream().anyMatch(w -> !w.process.isAlive()));
+      assertThat(workers).as("workers alive; last log lines: %s",
+          workers.stream().map(DemoCommand.DemoWorker::lastLogLine).toList())
+          .allMatch(w -> w.process.isAlive());
+      for (DemoCommand.DemoWorker w : workers) {
+        w.process.destroy();
+        assertThat(w.process.waitFor(30, TimeUnit.SECONDS)).as("worker %s stopped on SIGTERM", w.id).isTrue();
+        assertThat(Files.readString(w.log)).as("log of worker %s", w.id).doesNotContain(password);
+      }
+    } finally {
+      for (DemoCommand.DemoWorker w : workers) {
+        w.process.destroyForcibly();
+        Files.deleteIfExists(w.log);
+      }
+    }
   }
 
   @Test

@@ -880,11 +880,11 @@ public final class Executor extends Service {
     return new Payload<>(node, value);
   }
 
-  /** A payload that does not deserialize never will: discard, without echoing it (Jackson's messages quote it). */
+  /** A payload that does not deserialize never will: discard, naming the field but no value (see PayloadErrors). */
   private static Outcome payloadMismatch(LocalTask t, HandlerEntry<?> handler, Exception e) {
-    String error = "payload does not match " + handler.payloadType().getName() + " (" + e.getClass().getSimpleName() + ")";
-    log.warn("pgtask: task {} attempt {} discarded: {}", t.id(), t.claimed.attempt(), error);
-    return Outcome.Failed.discarded(error);
+    String why = PayloadErrors.describe(handler.payloadType(), e);
+    log.warn("pgtask: task {} attempt {} of kind {} is discarded: {}", t.id(), t.claimed.attempt(), handler.kind(), why);
+    return Outcome.Failed.discarded(why);
   }
 
   /** Plain-mode kinds run outside any transaction, except tasks with a tenant. */
