@@ -39,7 +39,7 @@ class TenantHeadsTest {
       assertThat(blocked(c, head)).as("a tenant's first task waits").isFalse();
       assertThat(blocked(c, second)).as("a tenant's second task waits").isTrue();
       assertThat(blocked(c, otherTenant)).as("another tenant's first task waits").isFalse();
-      assertThat(viewState(c, second)).as("a waiting task shows in pgtask.tasks as").isEqualTo("available");
+      assertThat(viewState(c, second)).as("a waiting task shows in pgtask.tasks as").isEqualTo("waiting");
     }
   }
 

@@ -115,16 +115,29 @@ public final class MaintenanceQueries {
   }
 
   /**
-   * Gives a head to tenants left with waiting tasks and no running or due head (a race between an
-   * enqueue and a hand-off can leave one so). Locks: the promoted rows.
+   * Gives a head to (tenant, queue) pairs left with waiting tasks and no running or due head in
+   * that queue (a race between an enqueue and a hand-off can leave one so). Locks: the promoted
+   * rows.
    *
-   * @return how many tenants got a new head
+   * @return how many tasks were promoted
    */
   public static int repairTenantHeads(DSLContext tx) {
     Task w = TASK.as("w");
-    // promote_tenants skips tenants that have a running or due head
-    Field<Integer[]> waiting = DSL.array(DSL.selectDistinct(w.TENANT_ID).from(w).where(w.BLOCKED.isTrue()));
-    return tx.select(Routines.promoteTenants(waiting)).fetchOne().value1();
+    // promote_tenants skips pairs that have a running or due head; the pairs come from the
+    // waiting index, in one order for both arrays
+    var pairs = DSL.selectDistinct(w.TENANT_ID, w.QUEUE).from(w).where(w.BLOCKED.isTrue()).asTable("pairs");
+    Field<Integer> tenant = pairs.field(w.TENANT_ID);
+    Field<String> queue = pairs.field(w.QUEUE);
+    var arrays = DSL.select(
+            DSL.arrayAgg(tenant).orderBy(tenant, queue).as("tenants"),
+            DSL.arrayAgg(queue).orderBy(tenant, queue).as("queues"))
+        .from(pairs)
+        .asTable("arrays");
+    Integer n = tx.select(Routines.promoteTenants(arrays.field("tenants", Integer[].class),
+            arrays.field("queues", String[].class)))
+        .from(arrays)
+        .fetchOne().value1();
+    return n == null ? 0 : n;
   }
 
   /** Dead row versions in the task table, from the statistics collector. Locks: none. */
