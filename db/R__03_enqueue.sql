@@ -126,71 +126,68 @@ BEGIN
     FROM (SELECT DISTINCT x AS name FROM unnest(tenants) x WHERE x IS NOT NULL ORDER BY 1) t;
   END IF;
 
-  -- 3. insert with ids drawn up front, so each input row knows its id. Rows with a dedupe key go
-  --    first, in key order: an insert waits on a concurrent uncommitted holder of its key, so two
-  --    batches sharing keys must take them in one order or they deadlock.
-  WITH input AS MATERIALIZED (
-    SELECT u.ord::integer AS ord, nextval('pgtask.task_id_seq'::regclass) AS id, u.kind,
-           coalesce(u.payload, '{}') AS payload, coalesce(u.queue, 'default') AS queue,
-           tn.id AS tenant_id, coalesce(u.run_at, now()) AS run_at, coalesce(u.priority, 0) AS priority,
-           coalesce(u.max_attempts, 25) AS max_attempts, u.dedupe_key
-    FROM unnest(kinds, payloads, queues, tenants, run_ats, priorities, max_attempts, dedupe_keys)
-         WITH ORDINALITY AS u(kind, payload, queue, tenant, run_at, priority, max_attempts, dedupe_key, ord)
-    LEFT JOIN pgtask.tenant tn ON tn.name = u.tenant
-    ORDER BY u.ord
-  ), ins AS (
-    INSERT INTO pgtask.task (id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, dedupe_key)
-    SELECT i.id, i.kind, i.payload, i.queue, i.tenant_id, i.run_at, i.priority, i.max_attempts, i.dedupe_key
-    FROM input i ORDER BY i.dedupe_key NULLS LAST, i.ord
-    ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('available', 'retryable', 'running')
-    DO NOTHING
-    RETURNING id
-  )
-  SELECT array_agg(i.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
-         array_agg(i.dedupe_key ORDER BY i.ord)
-  INTO v_ids, v_inserted, v_keys
-  FROM input i LEFT JOIN ins ON ins.id = i.id;
-
-  -- 4. rows held back by dedupe: report the task that held the key. Their keys were held by a
-  --    committed task when step 3 ran (a conflict with an uncommitted or changing holder waits for
-  --    it), so the answer is found without inserting: the unfinished holder if there is one now,
-  --    else the holder that finished since step 3 (finished_at is clock_timestamp() of the finishing
-  --    statement, which ran after this call's statement began; task_finished_idx finds it). It held
-  --    the key while this call ran, which is all dedupe promises. Inserting here instead, after the
-  --    keys step 3 took, would wait on other batches out of key order: two batches would deadlock.
-  --    Only a holder that is gone altogether (deleted meanwhile) is inserted after all. Key order
-  --    again, so those rare inserts at least keep the order among themselves.
-  FOR v_i IN
-    SELECT x.ord::integer FROM unnest(v_inserted, v_keys) WITH ORDINALITY AS x(inserted, dedupe_key, ord)
-    WHERE NOT x.inserted ORDER BY x.dedupe_key, x.ord
+  -- Steps 3 and 4 run in a block (a subtransaction) that is rolled back and run again in the one
+  -- rare case where answering a held-back row would mean inserting it out of key order (4 below).
+  -- Rolling it back releases every key it inserted; the new pass takes them in key order again.
   LOOP
-    LOOP
-      SELECT t.id INTO v_id FROM pgtask.task t
-      WHERE t.dedupe_key = v_keys[v_i] AND t.state IN ('available', 'retryable', 'running');
-      EXIT WHEN v_id IS NOT NULL;
-      SELECT t.id INTO v_id FROM pgtask.task t
-      WHERE t.dedupe_key = v_keys[v_i] AND t.state IN ('completed', 'cancelled', 'discarded')
-        AND t.finished_at >= statement_timestamp()
-      ORDER BY t.finished_at DESC
-      LIMIT 1;
-      EXIT WHEN v_id IS NOT NULL;
-      -- the holder is gone (deleted meanwhile): insert this one after all
-      INSERT INTO pgtask.task (id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, dedupe_key)
-      SELECT v_ids[v_i], u.kind, coalesce(u.payload, '{}'), coalesce(u.queue, 'default'), tn.id,
-             coalesce(u.run_at, now()), coalesce(u.priority, 0), coalesce(u.max_attempts, 25), u.dedupe_key
-      FROM unnest(kinds, payloads, queues, tenants, run_ats, priorities, max_attempts, dedupe_keys)
-           WITH ORDINALITY AS u(kind, payload, queue, tenant, run_at, priority, max_attempts, dedupe_key, ord)
-      LEFT JOIN pgtask.tenant tn ON tn.name = u.tenant
-      WHERE u.ord = v_i
-      ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('available', 'retryable', 'running')
-      DO NOTHING
-      RETURNING id INTO v_id;
-      IF v_id IS NOT NULL THEN
-        v_inserted[v_i] := true;
-        EXIT;
-      END IF;
-    END LOOP;
-    v_ids[v_i] := v_id;
+    BEGIN
+      -- 3. insert with ids drawn up front, so each input row knows its id. Rows with a dedupe key go
+      --    first, in key order: an insert waits on a concurrent uncommitted holder of its key, so two
+      --    batches sharing keys must take them in one order or they deadlock.
+      WITH input AS MATERIALIZED (
+        SELECT u.ord::integer AS ord, nextval('pgtask.task_id_seq'::regclass) AS id, u.kind,
+               coalesce(u.payload, '{}') AS payload, coalesce(u.queue, 'default') AS queue,
+               tn.id AS tenant_id, coalesce(u.run_at, now()) AS run_at, coalesce(u.priority, 0) AS priority,
+               coalesce(u.max_attempts, 25) AS max_attempts, u.dedupe_key
+        FROM unnest(kinds, payloads, queues, tenants, run_ats, priorities, max_attempts, dedupe_keys)
+             WITH ORDINALITY AS u(kind, payload, queue, tenant, run_at, priority, max_attempts, dedupe_key, ord)
+        LEFT JOIN pgtask.tenant tn ON tn.name = u.tenant
+        ORDER BY u.ord
+      ), ins AS (
+        INSERT INTO pgtask.task (id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, dedupe_key)
+        SELECT i.id, i.kind, i.payload, i.queue, i.tenant_id, i.run_at, i.priority, i.max_attempts, i.dedupe_key
+        FROM input i ORDER BY i.dedupe_key NULLS LAST, i.ord
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('available', 'retryable', 'running')
+        DO NOTHING
+        RETURNING id
+      )
+      SELECT array_agg(i.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
+             array_agg(i.dedupe_key ORDER BY i.ord)
+      INTO v_ids, v_inserted, v_keys
+      FROM input i LEFT JOIN ins ON ins.id = i.id;
+
+      -- 4. rows held back by dedupe: report the task that held the key. Their keys were held by a
+      --    committed task when step 3 ran (a conflict with an uncommitted or changing holder waits
+      --    for it), so the answer is found without inserting: the unfinished holder if there is one
+      --    now, else the holder that finished since (finished_at is clock_timestamp() of the
+      --    finishing statement, which ran after this call's statement began; task_finished_idx
+      --    finds it). It held the key while this call ran, which is all dedupe promises. Inserting
+      --    the row here instead, after the keys step 3 took, would wait on other batches out of key
+      --    order: two batches sharing keys would deadlock (SQLSTATE 40P01). When the holder is gone
+      --    altogether (deleted meanwhile), the pass is rolled back and run again.
+      FOR v_i IN
+        SELECT x.ord::integer FROM unnest(v_inserted, v_keys) WITH ORDINALITY AS x(inserted, dedupe_key, ord)
+        WHERE NOT x.inserted ORDER BY x.dedupe_key, x.ord
+      LOOP
+        SELECT t.id INTO v_id FROM pgtask.task t
+        WHERE t.dedupe_key = v_keys[v_i] AND t.state IN ('available', 'retryable', 'running');
+        IF v_id IS NULL THEN
+          SELECT t.id INTO v_id FROM pgtask.task t
+          WHERE t.dedupe_key = v_keys[v_i] AND t.state IN ('completed', 'cancelled', 'discarded')
+            AND t.finished_at >= statement_timestamp()
+          ORDER BY t.finished_at DESC
+          LIMIT 1;
+        END IF;
+        IF v_id IS NULL THEN
+          RAISE EXCEPTION 'pgtask: holder of dedupe key gone, enqueue_batch runs its insert again'
+            USING ERRCODE = 'PGT01';
+        END IF;
+        v_ids[v_i] := v_id;
+      END LOOP;
+      EXIT;
+    EXCEPTION WHEN SQLSTATE 'PGT01' THEN
+      -- the pass is rolled back: insert again
+    END;
   END LOOP;
 
   RETURN QUERY SELECT x.ord::integer, x.id, x.inserted
