@@ -140,6 +140,22 @@ public final class MaintenanceQueries {
     return n == null ? 0 : n;
   }
 
+  /** Due tasks of one kind in one queue that no live worker handles. */
+  public record Unhandled(String queue, String kind, long tasks) {}
+
+  /**
+   * Due tasks in the given queues whose kind no live worker (pgtask.workers) serving their queue
+   * handles, per queue and kind, from {@code pgtask.unrunnable}. Locks: none.
+   */
+  public static java.util.List<Unhandled> unhandledKinds(DSLContext dsl, java.util.List<String> queues) {
+    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
+    return dsl.select(u.QUEUE, u.KIND, u.TASKS).from(u)
+        .where(u.REASON.eq(DSL.inline("unhandled_kind")))
+        .and(u.QUEUE.in(queues))
+        .orderBy(u.QUEUE, u.KIND)
+        .fetch(r -> new Unhandled(r.value1(), r.value2(), r.value3()));
+  }
+
   /** Dead row versions in the task table, from the statistics collector. Locks: none. */
   public static long deadTuples(DSLContext dsl) {
     var stats = DSL.table(DSL.name("pg_catalog", "pg_stat_user_tables"));
