@@ -75,7 +75,9 @@ public final class ClaimQueries {
     // a tenant with a task running anywhere is passed over before the LIMIT: a row locked here and
     // dropped afterwards made the claim return fewer tasks than it locked, and the producer, seeing
     // a full claim, claimed again at once, thousands of times a second, never reaching the due
-    // tasks behind those rows. A probe of task_tenant_head_idx per candidate with a tenant.
+    // tasks behind those rows. Its generic plan (EXPLAIN, 25,000 claimable rows over 500 tenants)
+    // reads the running tasks once through task_running_idx into a hashed sub-plan: a cost that
+    // grows with the tasks running at once, not with the backlog.
     Condition tenantIdle = c.TENANT_ID.isNull()
         .or(DSL.notExists(DSL.selectOne().from(running)
             .where(running.TENANT_ID.eq(c.TENANT_ID))
