@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>rescue (every rescue interval): running tasks whose lease expired and whose row no live
  *       transaction holds become retryable (or discarded) again;</li>
- *   <li>tenant repair (every second): tenants left with waiting tasks and no head get one;</li>
+ *   <li>tenant repair (every second): (tenant, queue) pairs left with waiting tasks and no head get one;</li>
  *   <li>retention (every 30 s, or every half of a shorter retention): finished tasks past their
  *       retention are deleted in batches;</li>
  *   <li>vacuum (checked every 15 s): one worker vacuums the task table when it holds many dead row
