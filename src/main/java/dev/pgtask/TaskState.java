@@ -11,11 +11,18 @@ import java.util.Locale;
  *                                                   │      error, attempts left
  *                                                   └──── RETRYABLE ◄─┘  └─ error, no attempts left ─► DISCARDED
  *   any unfinished state ──cancel──► CANCELLED
+ *   WAITING: queued behind its tenant's head in its queue; becomes the head (AVAILABLE,
+ *            SCHEDULED or RETRYABLE) when the head leaves
  * </pre>
  */
 public enum TaskState {
   /** Waiting for its {@code run_at}, which lies in the future. */
   SCHEDULED,
+  /**
+   * Queued behind its tenant's head task in its queue (tenant-fair claiming): not claimable until
+   * the head finishes, stops running, or is deferred, and it is handed the head.
+   */
+  WAITING,
   /** Ready to be claimed by a worker. */
   AVAILABLE,
   /** Claimed by a worker and executing. */

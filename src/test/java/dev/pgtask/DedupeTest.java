@@ -216,6 +216,91 @@ class DedupeTest {
     }
   }
 
+  /**
+   * Batches sharing keys, while the tasks holding those keys finish and are deleted: before
+   * enqueue_batch answered its held-back rows without inserting them out of key order, this
+   * deadlocked (SQLSTATE 40P01) within seconds. The first error stops every batcher.
+   */
+  @Test
+  void concurrentBatchesSharingKeysWhileTheirHoldersFinishNeverDeadlock() throws Exception {
+    int batchers = 6;
+    int calls = Integer.getInteger("pgtask.dedupe.churnCalls", 60);
+    List<String> keys = new ArrayList<>();
+    for (int k = 0; k < 24; k++) {
+      keys.add(String.format("churn-%02d", k));
+    }
+    java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+    List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
+    ExecutorService threads = Executors.newFixedThreadPool(batchers + 1);
+    try {
+      // the holders finish all the time: completed, cancelled, deleted while queued, and the
+      // finished ones deleted too (as retention would)
+      Future<?> finisher = threads.submit(onOwnConnection(c -> {
+        Random random = new Random(7);
+        try (var st = c.createStatement()) {
+          while (!done.get()) {
+            switch (random.nextInt(4)) {
+              case 0 -> st.execute("UPDATE pgtask.task SET state = 'completed', finished_at = clock_timestamp() "
+                  + "WHERE id IN (SELECT id FROM pgtask.task WHERE kind = 'churn' AND state = 'available' LIMIT 6)");
+              case 1 -> st.execute("UPDATE pgtask.task SET state = 'cancelled', finished_at = clock_timestamp() "
+                  + "WHERE id IN (SELECT id FROM pgtask.task WHERE kind = 'churn' AND state = 'available' ORDER BY id DESC LIMIT 6)");
+              case 2 -> st.execute("DELETE FROM pgtask.task WHERE id IN "
+                  + "(SELECT id FROM pgtask.task WHERE kind = 'churn' AND state = 'available' LIMIT 3)");
+              default -> st.execute("DELETE FROM pgtask.task WHERE kind = 'churn' AND state IN ('completed', 'cancelled')");
+            }
+          }
+        } catch (SQLException e) {
+          errors.add(e);
+        }
+        return null;
+      }));
+      List<Future<Integer>> results = new ArrayList<>();
+      for (int b = 0; b < batchers; b++) {
+        long seed = b;
+        results.add(threads.submit(onOwnConnection(c -> {
+          Random random = new Random(seed);
+          int answered = 0;
+          try (PreparedStatement ps = c.prepareStatement(
+              "SELECT count(id) FROM pgtask.enqueue_batch(kinds => ?, dedupe_keys => ?)")) {
+            for (int i = 0; i < calls && errors.isEmpty(); i++) {
+              List<String> mine = new ArrayList<>(keys);
+              Collections.shuffle(mine, random);
+              mine = mine.subList(0, 12);
+              String[] kinds = new String[mine.size()];
+              java.util.Arrays.fill(kinds, "churn");
+              ps.setArray(1, c.createArrayOf("text", kinds));
+              ps.setArray(2, c.createArrayOf("text", mine.toArray()));
+              try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                if (rs.getInt(1) == mine.size()) {
+                  answered++;
+                }
+              } catch (SQLException e) {
+                errors.add(e);
+              }
+            }
+          }
+          return answered;
+        })));
+      }
+      int answered = 0;
+      for (Future<Integer> f : results) {
+        answered += f.get(180, TimeUnit.SECONDS);
+      }
+      done.set(true);
+      finisher.get(30, TimeUnit.SECONDS);
+      assertThat(errors).as("errors of concurrent enqueue_batch calls (40P01: deadlock; 23505: unique violation)")
+          .extracting(e -> e instanceof SQLException se ? se.getSQLState() + " " + se.getMessage() : e.toString())
+          .isEmpty();
+      assertThat(answered).as("calls that got an id for each of their tasks").isEqualTo(batchers * calls);
+      System.out.printf("dedupe churn: %d enqueue_batch calls of 12 shared keys, no error%n", answered);
+    } finally {
+      done.set(true);
+      threads.shutdownNow();
+      threads.awaitTermination(10, TimeUnit.SECONDS);
+    }
+  }
+
   // ---- helpers ----
 
   private interface ConnectionWork<T> {

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Tenant-fair scheduling at the SQL level, as docs/how-it-works.md describes it: a tenant's
- * "head" tasks are claimable, its other queued tasks wait (blocked) and are handed the head in
+ * Tenant-fair scheduling at the SQL level, as docs/how-it-works.md describes it: in each queue, a
+ * tenant's "head" tasks are claimable, its other queued tasks wait (blocked) and are handed the head in
  * (priority, run_at, id) order. Tasks are finished here by plain UPDATE/DELETE, as a worker would.
  */
 class TenantHeadsTest {
@@ -39,7 +39,7 @@ class TenantHeadsTest {
       assertThat(blocked(c, head)).as("a tenant's first task waits").isFalse();
       assertThat(blocked(c, second)).as("a tenant's second task waits").isTrue();
       assertThat(blocked(c, otherTenant)).as("another tenant's first task waits").isFalse();
-      assertThat(viewState(c, second)).as("a waiting task shows in pgtask.tasks as").isEqualTo("available");
+      assertThat(viewState(c, second)).as("a waiting task shows in pgtask.tasks as").isEqualTo("waiting");
     }
   }
 
@@ -161,6 +161,39 @@ class TenantHeadsTest {
       assertThat(queryLong(c, "SELECT count(DISTINCT tenant_id) FROM pgtask.task t JOIN pgtask.tenant n ON n.id = t.tenant_id "
           + "WHERE n.name = 'registry-a'")).as("registry ids used by registry-a's tasks").isEqualTo(1);
     }
+  }
+
+  @Test
+  void headsArePerTenantAndQueueSoAHeadInAnUnservedQueueBlocksNothingElsewhere() throws Exception {
+    try (Connection c = db.connect()) {
+      long unserved = enqueueIn(c, "per-queue", "nobody-works-here", "now() - interval '1 hour'");
+      long unservedNext = enqueueIn(c, "per-queue", "nobody-works-here", "now()");
+      long served = enqueueIn(c, "per-queue", "default", "now()");
+      long servedNext = enqueueIn(c, "per-queue", "default", "now()");
+      assertThat(blocked(c, unserved)).as("the tenant's head in the unserved queue waits").isFalse();
+      assertThat(blocked(c, unservedNext)).as("the next task in the unserved queue waits").isTrue();
+      assertThat(blocked(c, served)).as("the same tenant's first task in another queue waits").isFalse();
+      assertThat(blocked(c, servedNext)).as("the next task in the other queue waits").isTrue();
+
+      // hand-off stays within the queue: the served head runs and completes
+      exec(c, "UPDATE pgtask.task SET state = 'running', attempt = 1, owner = 'w', lease_until = now() + interval '1 minute' "
+          + "WHERE id = " + served);
+      exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id = " + served);
+      assertThat(blocked(c, servedNext)).as("after the served head completed, the next in its queue waits").isFalse();
+      assertThat(blocked(c, unservedNext)).as("after the served head completed, the next in the unserved queue waits")
+          .isTrue();
+      // and the repair pass works per queue too
+      exec(c, "SET session_replication_role = replica");
+      exec(c, "DELETE FROM pgtask.task WHERE id = " + unserved);
+      exec(c, "RESET session_replication_role");
+      dev.pgtask.internal.sql.MaintenanceQueries.repairTenantHeads(dev.pgtask.internal.sql.Sql.using(c));
+      assertThat(blocked(c, unservedNext)).as("after the repair pass, the unserved queue's orphaned task waits").isFalse();
+    }
+  }
+
+  private static long enqueueIn(Connection c, String tenant, String queue, String runAtExpression) throws SQLException {
+    return queryLong(c, "SELECT pgtask.enqueue(kind => 'k', tenant => '" + tenant + "', queue => '" + queue
+        + "', run_at => " + runAtExpression + ")");
   }
 
   private static long enqueue(Connection c, String tenant, String runAtExpression, int priority) throws SQLException {

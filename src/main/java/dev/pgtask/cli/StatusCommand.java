@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.pgtask.internal.sql.OpsQueries;
 import dev.pgtask.internal.sql.gen.tables.records.HealthRecord;
 import dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord;
+import dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord;
 import java.io.PrintWriter;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -22,7 +23,7 @@ public final class StatusCommand implements Callable<Integer> {
   @Mixin
   ConnectionOptions connection;
 
-  @Option(names = "--json", description = "Print JSON: {\"queues\": [...], \"health\": {...}}.")
+  @Option(names = "--json", description = "Print JSON: {\"queues\": [...], \"health\": {...}, \"unrunnable\": [...]}.")
   boolean json;
 
   @Spec
@@ -34,10 +35,12 @@ public final class StatusCommand implements Callable<Integer> {
     try (OpsDatabase db = OpsDatabase.open(connection, "pgtask status")) {
       Result<QueueSummaryRecord> queues = db.run(OpsQueries::selectQueueSummary);
       HealthRecord health = db.run(OpsQueries::selectHealth);
+      Result<UnrunnableRecord> unrunnable = db.run(OpsQueries::selectUnrunnable);
       if (json) {
         ObjectNode o = Formats.JSON.createObjectNode();
         o.set("queues", Formats.json(queues));
         o.set("health", Formats.json(health));
+        o.set("unrunnable", Formats.json(unrunnable));
         Formats.printJson(out, o);
         return ExitCodes.OK;
       }
@@ -50,6 +53,17 @@ public final class StatusCommand implements Callable<Integer> {
       out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
       out.println();
       out.print(health(health));
+      if (!unrunnable.isEmpty()) {
+        // what no live worker can run: shown only when there is some
+        TextTable u = new TextTable("QUEUE", "KIND", "REASON", "TASKS", "OLDEST_DUE_FOR", "TENANTS", "WAITING_BEHIND");
+        for (UnrunnableRecord r : unrunnable) {
+          u.row(r.getQueue(), r.getKind(), r.getReason(), r.getTasks(), Formats.text(r.getOldestDueFor()), r.getTenants(),
+              r.getWaitingBehind());
+        }
+        out.println();
+        out.println("not runnable by any live worker (pgtask.unrunnable)");
+        out.print(u.render());
+      }
       out.flush();
     }
     return ExitCodes.OK;
@@ -65,11 +79,18 @@ public final class StatusCommand implements Callable<Integer> {
         + ", vacuum " + (h.getTaskLastVacuum() == null ? "never" : Formats.text(h.getTaskLastVacuum()));
     String notify = h.getNotificationQueueUsage() == null ? ""
         : String.format(Locale.ROOT, "%.1f%% used", h.getNotificationQueueUsage() * 100);
+    long unserved = h.getUnservedTasks() == null ? 0 : h.getUnservedTasks();
+    long unhandled = h.getUnhandledTasks() == null ? 0 : h.getUnhandledTasks();
+    long stuck = h.getTenantsStuck() == null ? 0 : h.getTenantsStuck();
+    String unrunnable = unserved + unhandled + stuck == 0 ? ""
+        : "  not runnable        " + unserved + " due in queues no live worker serves, " + unhandled
+            + " due of kinds no live worker of their queue handles, " + stuck + " tenant(s) waiting behind them\n";
     return "health\n"
         + "  oldest transaction  " + oldest + "\n"
         + "  task table          " + table + "\n"
         + "  last vacuum         " + vacuum + "\n"
-        + "  notification queue  " + notify + "\n";
+        + "  notification queue  " + notify + "\n"
+        + unrunnable;
   }
 
   private static String blankAsUnknown(String s) {

@@ -28,7 +28,7 @@ public final class TasksCommand implements Callable<Integer> {
   ConnectionOptions connection;
 
   @Option(names = "--state", paramLabel = "STATE", converter = StateConverter.class,
-      description = "Only tasks in this state: scheduled, available, running, retryable, completed, cancelled, discarded.")
+      description = "Only tasks in this state: scheduled, waiting, available, running, retryable, completed, cancelled, discarded.")
   TaskState state;
 
   @Option(names = "--queue", paramLabel = "QUEUE", description = "Only tasks of this queue.")

@@ -111,7 +111,7 @@ class OpsCommandsTest {
         .isEqualTo("pgtask enqueue: --payload is not valid JSON (line 1, column 7): give a JSON object,"
             + " e.g. --payload '{\"invoice\": 42}'");
     assertThat(cli("tasks", "--state", "done").errLines()[0])
-        .contains("'done' is not a task state; use one of scheduled, available, running, retryable, completed,"
+        .contains("'done' is not a task state; use one of scheduled, waiting, available, running, retryable, completed,"
             + " cancelled, discarded");
     assertThat(cli("enqueue", "--kind", "k", "--queue", "no spaces allowed").errLines()[0])
         .isEqualTo("pgtask enqueue: invalid task: queue may contain only letters, digits and _ . : -");
@@ -226,7 +226,7 @@ class OpsCommandsTest {
       assertThat(status.exitCode()).as("stderr: %s", status.err()).isEqualTo(ExitCodes.OK);
       assertThat(status.out().lines().toList().get(0))
           .isEqualTo("QUEUE    SCHEDULED  AVAILABLE  RUNNING  RETRYABLE  COMPLETED  CANCELLED  DISCARDED  WAITING_FOR_TENANT  LAG");
-      assertThat(status.out().lines().toList().get(1)).matches("default\\s+0\\s+1\\s+1\\s+0\\s+0\\s+0\\s+0\\s+1\\s+\\S+");
+      assertThat(status.out().lines().toList().get(1)).matches("default\\s+0\\s+0\\s+1\\s+0\\s+0\\s+0\\s+0\\s+1\\s+\\S+");
       assertThat(status.out()).contains("health").contains("oldest transaction  pid ").contains("notification queue");
       JsonNode statusJson = JSON.readTree(cli("status", "--json").out());
       assertThat(statusJson.get("queues").get(0).get("running").asInt()).isEqualTo(1);

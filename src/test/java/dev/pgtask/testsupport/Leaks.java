@@ -35,7 +35,8 @@ public final class Leaks {
 
   /**
    * Borrows every idle connection the pool will give and asserts each holds no lock, is not in a
-   * transaction, and has default application_name, statement_timeout and idle timeout.
+   * transaction, has default application_name, statement_timeout and idle timeout, and no claim
+   * hand-over setting ({@code pgtask.claim_head}) left by a claim-and-start.
    */
   public static void assertPoolConnectionsClean(DataSource pool, int count) throws SQLException {
     List<Connection> borrowed = new ArrayList<>();
@@ -48,12 +49,13 @@ public final class Leaks {
             ResultSet rs = st.executeQuery("SELECT (SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() "
                 + "AND locktype IN ('advisory', 'tuple', 'transactionid') AND granted), "
                 + "current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout'), "
-                + "current_setting('application_name')")) {
+                + "current_setting('application_name'), coalesce(current_setting('pgtask.claim_head', true), '')")) {
           rs.next();
           assertThat(rs.getLong(1)).as("locks held by a connection back in the pool").isZero();
           assertThat(rs.getString(2)).as("statement_timeout of a pooled connection").isEqualTo("0");
           assertThat(rs.getString(3)).as("idle_in_transaction_session_timeout of a pooled connection").isEqualTo("0");
           assertThat(rs.getString(4)).as("application_name of a pooled connection").doesNotContain(" task ");
+          assertThat(rs.getString(5)).as("pgtask.claim_head (the claim's hand-over) on a pooled connection").isEmpty();
         }
       }
     } finally {

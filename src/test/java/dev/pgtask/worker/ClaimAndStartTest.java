@@ -27,8 +27,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * took) in the same round trip: claim, COMMIT, BEGIN and the head's re-lock are sent together, and
  * the head's handler runs on the connection that claimed it. Seen from inside the handler: the
  * claim is committed (another session sees the task running, attempt 1), the row is locked by the
- * handler's transaction, the transaction-local settings are the task's, and the connection is the
- * one whose session holds the claim's hand-over setting naming this task.
+ * handler's transaction, the transaction-local settings are the task's, and the connection is one
+ * on which the re-lock read and cleared the claim's hand-over setting (a session that never ran it
+ * has no such setting at all). Back in the pool, no connection keeps that setting.
  */
 class ClaimAndStartTest {
 
@@ -86,7 +87,8 @@ class ClaimAndStartTest {
         .build().start()) {
       await().atMost(Duration.ofSeconds(10)).until(() -> seen.containsKey(id));
       Seen s = seen.get(id);
-      assertThat(s.handOver()).as("the claim's hand-over setting on the handler's connection").isEqualTo("{\"" + id + "\": 1}");
+      assertThat(s.handOver()).as("the claim's hand-over setting on the handler's connection, read and cleared by the re-lock")
+          .isEqualTo("");
       assertThat(s.stateSeenByOthers()).as("state seen by another session while the handler runs").isEqualTo("running");
       assertThat(s.attemptSeenByOthers()).as("attempt seen by another session: the claim committed").isEqualTo(1);
       assertThat(s.rowLockedForOthers()).as("the task row is locked by the handler's transaction").isTrue();
@@ -112,7 +114,7 @@ class ClaimAndStartTest {
             HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
         .build().start()) {
       await().atMost(Duration.ofSeconds(10)).until(() -> seen.containsKey(tx) && plainRan.containsKey(plain));
-      assertThat(seen.get(tx).handOver()).isEqualTo("{\"" + tx + "\": 1}");
+      assertThat(seen.get(tx).handOver()).as("the hand-over setting, read and cleared by the re-lock").isEqualTo("");
       assertThat(seen.get(tx).rowLockedForOthers()).isTrue();
       await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
           "SELECT count(*) FROM pgtask.task WHERE state = 'completed' AND id IN (" + plain + ", " + tx + ")") == 2);
@@ -162,6 +164,25 @@ class ClaimAndStartTest {
     assertThat(queue.sql().rows("SELECT state FROM pg_stat_activity WHERE datname = current_database() "
         + "AND state LIKE 'idle in transaction%'")).as("sessions left in a transaction").isEmpty();
     Leaks.assertNoAdvisoryLocks(queue.database());
+    Leaks.assertPoolConnectionsClean(queue.pool(), 6);
+  }
+
+  @Test
+  void noPooledConnectionKeepsTheClaimsHandOverSettingAfterClaimAndStart() throws Exception {
+    Map<Long, String> handOverSeen = new ConcurrentHashMap<>();
+    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
+        .handler("start.tx", JsonNode.class, (ctx, p) -> handOverSeen.put(ctx.taskId(), look(ctx.connection(), ctx.taskId()).handOver()))
+        .build().start()) {
+      // one task at a time into the idle worker: each is claimed and started in one round trip,
+      // on whichever pooled connection the claim got
+      for (int i = 0; i < 12; i++) {
+        long id = queue.pgtask().enqueue(NewTask.of("start.tx", null, TaskOptions.defaults().withTenant("t" + (i % 3))));
+        await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.task WHERE id = " + id)));
+      }
+    }
+    assertThat(handOverSeen).as("tasks run").hasSize(12);
+    assertThat(handOverSeen.values()).as("the hand-over setting inside each handler (a claim-and-start's re-lock ran on its connection)")
+        .containsOnly("");
     Leaks.assertPoolConnectionsClean(queue.pool(), 6);
   }
 }

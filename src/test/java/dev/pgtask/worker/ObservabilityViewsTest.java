@@ -77,7 +77,7 @@ class ObservabilityViewsTest {
 
       // pgtask.queue_summary: counts per state, tenant waiters, lag of the oldest claimable task
       assertThat(queue.sql().text("SELECT running || ' ' || available || ' ' || waiting_for_tenant FROM pgtask.queue_summary WHERE queue = 'default'"))
-          .isEqualTo("1 1 1");
+          .isEqualTo("1 0 1");
       assertThat(queue.sql().count("SELECT count(*) FROM pgtask.queue_summary WHERE queue = 'parked' AND lag >= interval '5 minutes'")).isEqualTo(1);
 
       // pgtask.workers and pgtask.health

@@ -24,11 +24,14 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>rescue (every rescue interval): running tasks whose lease expired and whose row no live
  *       transaction holds become retryable (or discarded) again;</li>
- *   <li>tenant repair (every second): tenants left with waiting tasks and no head get one;</li>
+ *   <li>tenant repair (every second): (tenant, queue) pairs left with waiting tasks and no head get one;</li>
  *   <li>retention (every 30 s, or every half of a shorter retention): finished tasks past their
  *       retention are deleted in batches;</li>
  *   <li>vacuum (checked every 15 s): one worker vacuums the task table when it holds many dead row
- *       versions, for servers where autovacuum is off or too slow.</li>
+ *       versions, for servers where autovacuum is off or too slow;</li>
+ *   <li>unhandled kinds (every 30 s, each worker for its own queues): due tasks whose kind no live
+ *       worker of their queue handles are logged as a WARN naming queue, kind and count, at most
+ *       once every 5 minutes per queue and kind.</li>
  * </ul>
  */
 public final class Maintenance {
@@ -48,12 +51,17 @@ public final class Maintenance {
   static final long VACUUM_DEAD_TUPLES = 20_000;
   private static final int PRUNE_BATCH = 5_000;
   private static final int PRUNE_MAX_BATCHES = 100;
+  private static final Duration UNHANDLED_CHECK_INTERVAL = Duration.ofSeconds(30);
+  /** A queue and kind no live worker handles is logged at most this often. */
+  static final Duration UNHANDLED_WARN_INTERVAL = Duration.ofMinutes(5);
 
   private final WorkerConfig config;
   private final WorkerStats stats;
   private final Runnable wakeProducer;
   private final Runnable heartbeat;
   private final ScheduledExecutorService scheduler;
+  // "queue kind" -> System.nanoTime() of the last warning; written and read by the maintenance thread only
+  private final java.util.Map<String, Long> unhandledWarnedAt = new java.util.HashMap<>();
 
   public Maintenance(WorkerConfig config, WorkerStats stats, Runnable wakeProducer, Runnable heartbeat) {
     this.config = config;
@@ -73,6 +81,7 @@ public final class Maintenance {
     schedule(pruneInterval(config), this::prunePass);
     schedule(HEARTBEAT_INTERVAL, heartbeat);
     schedule(VACUUM_CHECK_INTERVAL, this::vacuumPass);
+    schedule(UNHANDLED_CHECK_INTERVAL, this::unhandledKindsPass);
     if (config.metrics() != dev.pgtask.PgTaskMetrics.NOOP) {
       schedule(QUEUE_SAMPLE_INTERVAL, this::sampleQueues);
     }
@@ -183,6 +192,29 @@ public final class Maintenance {
     // a role that does not own the table gets a server WARNING and no VACUUM: autovacuum remains
     MaintenanceQueries.vacuumTasks(dsl);
     return true;
+  }
+
+  /**
+   * Logs the due tasks of this worker's queues whose kind no live worker of their queue handles: a
+   * WARN per queue and kind, at most once every {@link #UNHANDLED_WARN_INTERVAL}. Such tasks stay
+   * available forever, and a tenant's tasks wait behind such a head (pgtask.unrunnable,
+   * pgtask.health). Returns the queue and kind pairs it warned about.
+   */
+  public java.util.List<MaintenanceQueries.Unhandled> unhandledKindsPass() {
+    java.util.List<MaintenanceQueries.Unhandled> warned = new java.util.ArrayList<>();
+    long now = System.nanoTime();
+    for (var u : MaintenanceQueries.unhandledKinds(Sql.using(config.dataSource()), config.queues())) {
+      Long last = unhandledWarnedAt.get(u.queue() + " " + u.kind());
+      if (last != null && now - last < UNHANDLED_WARN_INTERVAL.toNanos()) {
+        continue;
+      }
+      unhandledWarnedAt.put(u.queue() + " " + u.kind(), now);
+      warned.add(u);
+      log.warn("pgtask: {} due task(s) of kind {} in queue {} have no handler in any live worker of that queue; "
+          + "they will not run until a worker with a handler for {} serves {} (see pgtask.unrunnable)",
+          u.tasks(), u.kind(), u.queue(), u.kind(), u.queue());
+    }
+    return warned;
   }
 
   /** Samples the worker's queues (ready tasks and lag) into the metrics. */

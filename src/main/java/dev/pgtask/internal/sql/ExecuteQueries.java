@@ -146,15 +146,22 @@ public final class ExecuteQueries {
 
   /**
    * The re-lock of the claim's head in {@link ClaimQueries#claimAndStart}: the task and its
-   * attempt come from the session setting the claim statement just wrote ({"id": attempt}, or {}
+   * attempt come from the session setting the claim statement just wrote ({"id": attempt}, or ''
    * when the claim took no transactional task); application_name is built in the statement, and
    * the server-side timeouts are looked up by kind in a {"kind": "millis"} parameter.
    */
   static final PreparedQuery LOCK_CLAIM_HEAD = lockClaimHeadQuery();
 
   private static PreparedQuery lockClaimHeadQuery() {
-    Field<JSONB> head = DSL.function("current_setting", SQLDataType.CLOB, DSL.inline(ClaimQueries.HEAD_SETTING))
-        .cast(SQLDataType.JSONB);
+    // the setting is read and cleared in one step (a CTE with a volatile function is evaluated
+    // once, before the rows it feeds): the claim wrote it at session level so that it would
+    // survive the claim's COMMIT, and left there it would follow the connection back into the pool
+    var claimHead = DSL.name("claim_head").as(DSL.select(
+        DSL.nullif(DSL.function("current_setting", SQLDataType.CLOB, DSL.inline(ClaimQueries.HEAD_SETTING)),
+            DSL.inline("")).cast(SQLDataType.JSONB).as("head"),
+        DSL.function("set_config", SQLDataType.CLOB, DSL.inline(ClaimQueries.HEAD_SETTING), DSL.inline(""),
+            DSL.inline(false)).as("cleared")));
+    Field<JSONB> head = DSL.field(DSL.select(claimHead.field("head", JSONB.class)).from(claimHead));
     Field<Long[]> ids = DSL.field(DSL.select(DSL.array(DSL.select(
         DSL.function("jsonb_object_keys", SQLDataType.CLOB, head))))).cast(SQLDataType.BIGINT.array());
     Field<String> app = DSL.left(DSL.concat(DSL.inline("pgtask task "), TASK.ID.cast(SQLDataType.VARCHAR),
@@ -163,20 +170,19 @@ public final class ExecuteQueries {
         DSL.param("timeouts", SQLDataType.JSONB), TASK.KIND);
     Field<String> idleTimeout = DSL.field("({0} ->> {1})", SQLDataType.VARCHAR,
         DSL.param("idle_timeouts", SQLDataType.JSONB), TASK.KIND);
-    return PreparedQuery.of(lockQuery(ids, head, app, timeout, idleTimeout));
+    return PreparedQuery.of(lockQuery(claimHead, ids, head, app, timeout, idleTimeout));
   }
 
   private static org.jooq.Select<?> lockQuery(Field<Long[]> ids, Field<JSONB> attempts, Field<String> app,
       Field<String> timeout, Field<String> idleTimeout) {
-    return DSL.select(
-            TASK.ID,
-            setLocal("application_name", app),
-            setLocal("statement_timeout", timeout),
-            setLocal("idle_in_transaction_session_timeout", idleTimeout),
-            DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
-                .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
-                    DSL.param("namespace", Integer.class), TASK.TENANT_ID)),
-            DSL.field(cancelRequested()))
+    return lockQuery(null, ids, attempts, app, timeout, idleTimeout);
+  }
+
+  private static org.jooq.Select<?> lockQuery(org.jooq.CommonTableExpression<?> with, Field<Long[]> ids,
+      Field<JSONB> attempts, Field<String> app, Field<String> timeout, Field<String> idleTimeout) {
+    var select = with == null ? DSL.select(lockFields(app, timeout, idleTimeout))
+        : DSL.with(with).select(lockFields(app, timeout, idleTimeout));
+    return select
         .from(TASK)
         .where(TASK.ID.eq(DSL.any(ids)))
         .and(TASK.ATTEMPT.eq(heldAttempt(attempts)))
@@ -184,6 +190,19 @@ public final class ExecuteQueries {
         .and(TASK.OWNER.eq(DSL.param("owner", String.class)))
         .orderBy(TASK.ID)
         .forNoKeyUpdate();
+  }
+
+  private static java.util.List<org.jooq.SelectField<?>> lockFields(Field<String> app, Field<String> timeout,
+      Field<String> idleTimeout) {
+    return java.util.List.of(
+        TASK.ID,
+        setLocal("application_name", app),
+        setLocal("statement_timeout", timeout),
+        setLocal("idle_in_transaction_session_timeout", idleTimeout),
+        DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
+            .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
+                DSL.param("namespace", Integer.class), TASK.TENANT_ID)),
+        DSL.field(cancelRequested()));
   }
 
   /**

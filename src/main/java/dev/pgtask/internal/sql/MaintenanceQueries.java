@@ -115,16 +115,45 @@ public final class MaintenanceQueries {
   }
 
   /**
-   * Gives a head to tenants left with waiting tasks and no running or due head (a race between an
-   * enqueue and a hand-off can leave one so). Locks: the promoted rows.
+   * Gives a head to (tenant, queue) pairs left with waiting tasks and no running or due head in
+   * that queue (a race between an enqueue and a hand-off can leave one so). Locks: the promoted
+   * rows.
    *
-   * @return how many tenants got a new head
+   * @return how many tasks were promoted
    */
   public static int repairTenantHeads(DSLContext tx) {
     Task w = TASK.as("w");
-    // promote_tenants skips tenants that have a running or due head
-    Field<Integer[]> waiting = DSL.array(DSL.selectDistinct(w.TENANT_ID).from(w).where(w.BLOCKED.isTrue()));
-    return tx.select(Routines.promoteTenants(waiting)).fetchOne().value1();
+    // promote_tenants skips pairs that have a running or due head; the pairs come from the
+    // waiting index, in one order for both arrays
+    var pairs = DSL.selectDistinct(w.TENANT_ID, w.QUEUE).from(w).where(w.BLOCKED.isTrue()).asTable("pairs");
+    Field<Integer> tenant = pairs.field(w.TENANT_ID);
+    Field<String> queue = pairs.field(w.QUEUE);
+    var arrays = DSL.select(
+            DSL.arrayAgg(tenant).orderBy(tenant, queue).as("tenants"),
+            DSL.arrayAgg(queue).orderBy(tenant, queue).as("queues"))
+        .from(pairs)
+        .asTable("arrays");
+    Integer n = tx.select(Routines.promoteTenants(arrays.field("tenants", Integer[].class),
+            arrays.field("queues", String[].class)))
+        .from(arrays)
+        .fetchOne().value1();
+    return n == null ? 0 : n;
+  }
+
+  /** Due tasks of one kind in one queue that no live worker handles. */
+  public record Unhandled(String queue, String kind, long tasks) {}
+
+  /**
+   * Due tasks in the given queues whose kind no live worker (pgtask.workers) serving their queue
+   * handles, per queue and kind, from {@code pgtask.unrunnable}. Locks: none.
+   */
+  public static java.util.List<Unhandled> unhandledKinds(DSLContext dsl, java.util.List<String> queues) {
+    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
+    return dsl.select(u.QUEUE, u.KIND, u.TASKS).from(u)
+        .where(u.REASON.eq(DSL.inline("unhandled_kind")))
+        .and(u.QUEUE.in(queues))
+        .orderBy(u.QUEUE, u.KIND)
+        .fetch(r -> new Unhandled(r.value1(), r.value2(), r.value3()));
   }
 
   /** Dead row versions in the task table, from the statistics collector. Locks: none. */

@@ -50,6 +50,12 @@ public final class OpsQueries {
     return dsl.selectFrom(HEALTH).fetchOne();
   }
 
+  /** What no live worker can run ({@code pgtask.unrunnable}), most tasks first. Locks: none. */
+  public static Result<dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord> selectUnrunnable(DSLContext dsl) {
+    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
+    return dsl.selectFrom(u).orderBy(u.TASKS.desc(), u.QUEUE, u.KIND).fetch();
+  }
+
   /** Tenant locks held right now, longest held first. Locks: none. */
   public static Result<TenantLocksRecord> selectTenantLocks(DSLContext dsl) {
     return dsl.selectFrom(TENANT_LOCKS)

@@ -26,6 +26,6 @@ public class Indexes {
     public static final Index TASK_DEDUPE_KEY_IDX = Internal.createIndex(DSL.name("task_dedupe_key_idx"), Task.TASK, new OrderField[] { Task.TASK.DEDUPE_KEY }, true);
     public static final Index TASK_FINISHED_IDX = Internal.createIndex(DSL.name("task_finished_idx"), Task.TASK, new OrderField[] { Task.TASK.FINISHED_AT }, false);
     public static final Index TASK_RUNNING_IDX = Internal.createIndex(DSL.name("task_running_idx"), Task.TASK, new OrderField[] { Task.TASK.LEASE_UNTIL }, false);
-    public static final Index TASK_TENANT_HEAD_IDX = Internal.createIndex(DSL.name("task_tenant_head_idx"), Task.TASK, new OrderField[] { Task.TASK.TENANT_ID }, false);
-    public static final Index TASK_TENANT_WAITING_IDX = Internal.createIndex(DSL.name("task_tenant_waiting_idx"), Task.TASK, new OrderField[] { Task.TASK.TENANT_ID, Task.TASK.PRIORITY, Task.TASK.RUN_AT, Task.TASK.ID }, false);
+    public static final Index TASK_TENANT_HEAD_IDX = Internal.createIndex(DSL.name("task_tenant_head_idx"), Task.TASK, new OrderField[] { Task.TASK.TENANT_ID, Task.TASK.QUEUE }, false);
+    public static final Index TASK_TENANT_WAITING_IDX = Internal.createIndex(DSL.name("task_tenant_waiting_idx"), Task.TASK, new OrderField[] { Task.TASK.TENANT_ID, Task.TASK.QUEUE, Task.TASK.PRIORITY, Task.TASK.RUN_AT, Task.TASK.ID }, false);
 }

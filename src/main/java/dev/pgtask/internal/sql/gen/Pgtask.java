@@ -14,6 +14,7 @@ import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLocks;
+import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
@@ -175,6 +176,11 @@ public class Pgtask extends SchemaImpl {
     public final TenantLocks TENANT_LOCKS = TenantLocks.TENANT_LOCKS;
 
     /**
+     * The table <code>pgtask.unrunnable</code>.
+     */
+    public final Unrunnable UNRUNNABLE = Unrunnable.UNRUNNABLE;
+
+    /**
      * The table <code>pgtask.worker</code>.
      */
     public final Worker WORKER = Worker.WORKER;
@@ -210,6 +216,7 @@ public class Pgtask extends SchemaImpl {
             Tasks.TASKS,
             Tenant.TENANT,
             TenantLocks.TENANT_LOCKS,
+            Unrunnable.UNRUNNABLE,
             Worker.WORKER,
             Workers.WORKERS
         );

@@ -181,9 +181,11 @@ public class Routines {
     public static Integer promoteTenants(
           Configuration configuration
         , Integer[] pTenantIds
+        , String[] pQueues
     ) {
         PromoteTenants f = new PromoteTenants();
         f.setPTenantIds(pTenantIds);
+        f.setPQueues(pQueues);
 
         f.execute(configuration);
         return f.getReturnValue();
@@ -194,9 +196,11 @@ public class Routines {
      */
     public static Field<Integer> promoteTenants(
           Integer[] pTenantIds
+        , String[] pQueues
     ) {
         PromoteTenants f = new PromoteTenants();
         f.setPTenantIds(pTenantIds);
+        f.setPQueues(pQueues);
 
         return f.asField();
     }
@@ -206,9 +210,11 @@ public class Routines {
      */
     public static Field<Integer> promoteTenants(
           Field<Integer[]> pTenantIds
+        , Field<String[]> pQueues
     ) {
         PromoteTenants f = new PromoteTenants();
         f.setPTenantIds(pTenantIds);
+        f.setPQueues(pQueues);
 
         return f.asField();
     }

@@ -14,6 +14,7 @@ import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLocks;
+import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
@@ -161,6 +162,11 @@ public class Tables {
      * The table <code>pgtask.tenant_locks</code>.
      */
     public static final TenantLocks TENANT_LOCKS = TenantLocks.TENANT_LOCKS;
+
+    /**
+     * The table <code>pgtask.unrunnable</code>.
+     */
+    public static final Unrunnable UNRUNNABLE = Unrunnable.UNRUNNABLE;
 
     /**
      * The table <code>pgtask.worker</code>.

@@ -32,6 +32,11 @@ public class PromoteTenants extends AbstractRoutine<Integer> {
     public static final Parameter<Integer[]> P_TENANT_IDS = Internal.createParameter("p_tenant_ids", SQLDataType.INTEGER.array(), false, false);
 
     /**
+     * The parameter <code>pgtask.promote_tenants.p_queues</code>.
+     */
+    public static final Parameter<String[]> P_QUEUES = Internal.createParameter("p_queues", SQLDataType.CLOB.array(), false, false);
+
+    /**
      * Create a new routine call instance
      */
     public PromoteTenants() {
@@ -39,6 +44,7 @@ public class PromoteTenants extends AbstractRoutine<Integer> {
 
         setReturnParameter(RETURN_VALUE);
         addInParameter(P_TENANT_IDS);
+        addInParameter(P_QUEUES);
     }
 
     /**
@@ -55,6 +61,23 @@ public class PromoteTenants extends AbstractRoutine<Integer> {
      */
     public PromoteTenants setPTenantIds(Field<Integer[]> field) {
         setField(P_TENANT_IDS, field);
+        return this;
+    }
+
+    /**
+     * Set the <code>p_queues</code> parameter IN value to the routine
+     */
+    public PromoteTenants setPQueues(String[] value) {
+        setValue(P_QUEUES, value);
+        return this;
+    }
+
+    /**
+     * Set the <code>p_queues</code> parameter to the function to be used with a
+     * {@link org.jooq.Select} statement
+     */
+    public PromoteTenants setPQueues(Field<String[]> field) {
+        setField(P_QUEUES, field);
         return this;
     }
 }

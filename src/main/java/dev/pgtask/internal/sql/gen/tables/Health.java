@@ -94,6 +94,21 @@ public class Health extends TableImpl<HealthRecord> {
      */
     public final TableField<HealthRecord, Double> NOTIFICATION_QUEUE_USAGE = createField(DSL.name("notification_queue_usage"), SQLDataType.DOUBLE, this, "");
 
+    /**
+     * The column <code>pgtask.health.unserved_tasks</code>.
+     */
+    public final TableField<HealthRecord, Long> UNSERVED_TASKS = createField(DSL.name("unserved_tasks"), SQLDataType.BIGINT, this, "");
+
+    /**
+     * The column <code>pgtask.health.unhandled_tasks</code>.
+     */
+    public final TableField<HealthRecord, Long> UNHANDLED_TASKS = createField(DSL.name("unhandled_tasks"), SQLDataType.BIGINT, this, "");
+
+    /**
+     * The column <code>pgtask.health.tenants_stuck</code>.
+     */
+    public final TableField<HealthRecord, Long> TENANTS_STUCK = createField(DSL.name("tenants_stuck"), SQLDataType.BIGINT, this, "");
+
     private Health(Name alias, Table<HealthRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }
@@ -108,8 +123,11 @@ public class Health extends TableImpl<HealthRecord> {
          s.last_autovacuum AS task_last_autovacuum,
          s.last_vacuum AS task_last_vacuum,
          pg_total_relation_size('pgtask.task'::regclass) AS task_table_bytes,
-         pg_notification_queue_usage() AS notification_queue_usage
-        FROM ((( SELECT 1 AS "?column?") one
+         pg_notification_queue_usage() AS notification_queue_usage,
+         u.unserved_tasks,
+         u.unhandled_tasks,
+         u.tenants_stuck
+        FROM (((( SELECT 1 AS "?column?") one
           LEFT JOIN pg_stat_user_tables s ON ((s.relid = ('pgtask.task'::regclass)::oid)))
           LEFT JOIN LATERAL ( SELECT a.pid,
                  a.application_name,
@@ -117,7 +135,13 @@ public class Health extends TableImpl<HealthRecord> {
                 FROM pg_stat_activity a
                WHERE ((a.xact_start IS NOT NULL) AND ((a.backend_xid IS NOT NULL) OR (a.backend_xmin IS NOT NULL)) AND (a.pid <> pg_backend_pid()))
                ORDER BY a.xact_start
-              LIMIT 1) o ON (true));
+              LIMIT 1) o ON (true))
+          CROSS JOIN LATERAL ( SELECT (COALESCE(sum(x.tasks) FILTER (WHERE (x.reason = 'unserved_queue'::text)), (0)::numeric))::bigint AS unserved_tasks,
+                 (COALESCE(sum(x.tasks) FILTER (WHERE (x.reason = 'unhandled_kind'::text)), (0)::numeric))::bigint AS unhandled_tasks,
+                 ( SELECT count(DISTINCT h.tenant_id) AS count
+                        FROM pgtask.unrunnable_heads() h(queue, kind, tenant_id, reason, run_at, waiting)
+                       WHERE (h.waiting > 0)) AS tenants_stuck
+                FROM pgtask.unrunnable x) u);
         """), where);
     }
 

@@ -105,10 +105,10 @@ public class QueueSummary extends TableImpl<QueueSummaryRecord> {
     private QueueSummary(Name alias, Table<QueueSummaryRecord> aliased, Field<?>[] parameters, Condition where) {
         super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
         create view "queue_summary" as  SELECT t.queue,
-          count(*) FILTER (WHERE ((t.state = 'available'::pgtask.task_state) AND (t.run_at > now()))) AS scheduled,
-          count(*) FILTER (WHERE ((t.state = 'available'::pgtask.task_state) AND (t.run_at <= now()))) AS available,
+          count(*) FILTER (WHERE ((t.state = 'available'::pgtask.task_state) AND (NOT t.blocked) AND (t.run_at > now()))) AS scheduled,
+          count(*) FILTER (WHERE ((t.state = 'available'::pgtask.task_state) AND (NOT t.blocked) AND (t.run_at <= now()))) AS available,
           count(*) FILTER (WHERE (t.state = 'running'::pgtask.task_state)) AS running,
-          count(*) FILTER (WHERE (t.state = 'retryable'::pgtask.task_state)) AS retryable,
+          count(*) FILTER (WHERE ((t.state = 'retryable'::pgtask.task_state) AND (NOT t.blocked))) AS retryable,
           count(*) FILTER (WHERE (t.state = 'completed'::pgtask.task_state)) AS completed,
           count(*) FILTER (WHERE (t.state = 'cancelled'::pgtask.task_state)) AS cancelled,
           count(*) FILTER (WHERE (t.state = 'discarded'::pgtask.task_state)) AS discarded,

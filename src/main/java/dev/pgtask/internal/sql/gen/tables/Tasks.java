@@ -119,6 +119,7 @@ public class Tasks extends TableImpl<TasksRecord> {
          t.queue,
          tn.name AS tenant,
              CASE
+                 WHEN t.blocked THEN 'waiting'::text
                  WHEN ((t.state = 'available'::pgtask.task_state) AND (t.run_at > now())) THEN 'scheduled'::text
                  ELSE (t.state)::text
              END AS state,
@@ -128,7 +129,10 @@ public class Tasks extends TableImpl<TasksRecord> {
          t.run_at,
          t.created_at,
          t.finished_at,
-         ((t.errors -> '-1'::integer) ->> 'error'::text) AS last_error
+             CASE
+                 WHEN (t.state <> 'completed'::pgtask.task_state) THEN ((t.errors -> '-1'::integer) ->> 'error'::text)
+                 ELSE NULL::text
+             END AS last_error
         FROM (pgtask.task t
           LEFT JOIN pgtask.tenant tn ON ((tn.id = t.tenant_id)));
         """), where);

@@ -155,6 +155,51 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
         return (Double) get(8);
     }
 
+    /**
+     * Setter for <code>pgtask.health.unserved_tasks</code>.
+     */
+    public HealthRecord setUnservedTasks(Long value) {
+        set(9, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.health.unserved_tasks</code>.
+     */
+    public Long getUnservedTasks() {
+        return (Long) get(9);
+    }
+
+    /**
+     * Setter for <code>pgtask.health.unhandled_tasks</code>.
+     */
+    public HealthRecord setUnhandledTasks(Long value) {
+        set(10, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.health.unhandled_tasks</code>.
+     */
+    public Long getUnhandledTasks() {
+        return (Long) get(10);
+    }
+
+    /**
+     * Setter for <code>pgtask.health.tenants_stuck</code>.
+     */
+    public HealthRecord setTenantsStuck(Long value) {
+        set(11, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.health.tenants_stuck</code>.
+     */
+    public Long getTenantsStuck() {
+        return (Long) get(11);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -169,7 +214,7 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
     /**
      * Create a detached, initialised HealthRecord
      */
-    public HealthRecord(Integer oldestXactPid, String oldestXactApplication, YearToSecond oldestXactAge, Long taskLiveTuples, Long taskDeadTuples, Instant taskLastAutovacuum, Instant taskLastVacuum, Long taskTableBytes, Double notificationQueueUsage) {
+    public HealthRecord(Integer oldestXactPid, String oldestXactApplication, YearToSecond oldestXactAge, Long taskLiveTuples, Long taskDeadTuples, Instant taskLastAutovacuum, Instant taskLastVacuum, Long taskTableBytes, Double notificationQueueUsage, Long unservedTasks, Long unhandledTasks, Long tenantsStuck) {
         super(Health.HEALTH);
 
         setOldestXactPid(oldestXactPid);
@@ -181,6 +226,9 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
         setTaskLastVacuum(taskLastVacuum);
         setTaskTableBytes(taskTableBytes);
         setNotificationQueueUsage(notificationQueueUsage);
+        setUnservedTasks(unservedTasks);
+        setUnhandledTasks(unhandledTasks);
+        setTenantsStuck(tenantsStuck);
         resetChangedOnNotNull();
     }
 }

@@ -10,7 +10,7 @@
 -- 55P03 (running, or locked by another transaction right now).
 
 -- Locks the task row without waiting, or raises the right error. Returns the locked row.
-CREATE FUNCTION pgtask.lock_task_nowait(p_id bigint, p_operation text) RETURNS pgtask.task
+CREATE OR REPLACE FUNCTION pgtask.lock_task_nowait(p_id bigint, p_operation text) RETURNS pgtask.task
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -38,12 +38,15 @@ END
 $$;
 
 -- Cancels a task. A queued task (scheduled, available, retryable) becomes cancelled at once:
--- returns 'cancelled'. A running task is told to stop: its worker gets a control notification,
--- interrupts the handler, rolls its transaction back and marks it cancelled: returns
--- 'cancel_requested' (watch the task's state). A task marked running whose worker holds no lock on
--- it (the worker is gone, or has not started it yet) is cancelled at once; the worker's fenced
--- statements then find nothing to change.
-CREATE FUNCTION pgtask.cancel_task(task_id bigint) RETURNS text
+-- returns 'cancelled'. A running task is told to stop: the request is written to
+-- pgtask.cancel_request for the running attempt (a notification alone is lost when the worker is
+-- not listening at that moment) and its worker gets a control notification; it interrupts the
+-- handler, rolls its transaction back and marks it cancelled: returns 'cancel_requested' (watch the
+-- task's state). A task marked running whose worker holds no lock on it (a plain-mode handler,
+-- which runs outside any transaction, or a task claimed and not started yet) is cancelled at once,
+-- and its worker is told too, so that it interrupts the handler; the worker's fenced statements
+-- then find nothing to change.
+CREATE OR REPLACE FUNCTION pgtask.cancel_task(task_id bigint) RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -55,7 +58,10 @@ BEGIN
   EXCEPTION WHEN lock_not_available THEN
     SELECT * INTO v_task FROM pgtask.task WHERE id = cancel_task.task_id;
     IF v_task.state = 'running' THEN
-      PERFORM pg_notify('pgtask_control', 'cancel ' || cancel_task.task_id);
+      INSERT INTO pgtask.cancel_request AS r (task_id, attempt) VALUES (v_task.id, v_task.attempt)
+      ON CONFLICT ON CONSTRAINT cancel_request_pkey
+      DO UPDATE SET attempt = excluded.attempt, requested_at = excluded.requested_at;
+      PERFORM pg_notify('pgtask_control', 'cancel ' || v_task.id || ' ' || v_task.attempt);
       RETURN 'cancel_requested';
     END IF;
     RAISE;
@@ -69,13 +75,18 @@ BEGIN
       errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
         'attempt', attempt, 'at', clock_timestamp(), 'error', 'cancelled', 'worker', owner))
   WHERE id = cancel_task.task_id;
+  IF v_task.state = 'running' THEN
+    -- running without a row lock: a plain-mode handler (or a task claimed and not yet started);
+    -- its worker is told, so that it interrupts the handler (fenced out, it records nothing)
+    PERFORM pg_notify('pgtask_control', 'cancel ' || v_task.id || ' ' || v_task.attempt);
+  END IF;
   RETURN 'cancelled';
 END
 $$;
 
 -- Makes a failed or cancelled task (retryable, discarded, cancelled) available now, with at least
 -- one attempt left.
-CREATE FUNCTION pgtask.retry_task(task_id bigint) RETURNS void
+CREATE OR REPLACE FUNCTION pgtask.retry_task(task_id bigint) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -101,7 +112,7 @@ END
 $$;
 
 -- Deletes a task that is not running.
-CREATE FUNCTION pgtask.delete_task(task_id bigint) RETURNS void
+CREATE OR REPLACE FUNCTION pgtask.delete_task(task_id bigint) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -121,7 +132,7 @@ $$;
 
 -- Changes the payload, run_at and/or priority of a queued task (scheduled, available, retryable).
 -- NULL arguments leave the field unchanged. The payload follows the enqueue rules.
-CREATE FUNCTION pgtask.update_task(task_id bigint, payload jsonb DEFAULT NULL, run_at timestamptz DEFAULT NULL,
+CREATE OR REPLACE FUNCTION pgtask.update_task(task_id bigint, payload jsonb DEFAULT NULL, run_at timestamptz DEFAULT NULL,
                                    priority integer DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -151,9 +162,3 @@ BEGIN
   WHERE t.id = update_task.task_id;
 END
 $$;
-
-REVOKE EXECUTE ON FUNCTION pgtask.lock_task_nowait(bigint, text) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION pgtask.cancel_task(bigint) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION pgtask.retry_task(bigint) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION pgtask.delete_task(bigint) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION pgtask.update_task(bigint, jsonb, timestamptz, integer) FROM PUBLIC;

@@ -1,0 +1,216 @@
+-- Enqueue: the SQL functions every producer goes through (the Java client too), and the
+-- owner's helpers for producers and the payload limit.
+
+-- Enqueues one task. Named arguments; run_at NULL means now (database clock); lower priority
+-- runs first. With a dedupe_key, returns the id of the unfinished task holding that key instead of
+-- inserting (scope: the whole task table, all kinds and queues).
+-- The payload limit is read into a variable before validating: with a sub-select among its
+-- arguments the validation function could not be inlined and PostgreSQL planned it afresh on every
+-- call (about half of the function's time). A task without a tenant never calls pgtask.tenant_id.
+CREATE OR REPLACE FUNCTION pgtask.enqueue(
+  kind text,
+  payload jsonb DEFAULT '{}',
+  queue text DEFAULT 'default',
+  tenant text DEFAULT NULL,
+  run_at timestamptz DEFAULT NULL,
+  priority integer DEFAULT 0,
+  max_attempts integer DEFAULT 25,
+  dedupe_key text DEFAULT NULL
+) RETURNS bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_max_payload integer;
+  v_error text;
+  v_tenant_id integer;
+  v_id bigint;
+BEGIN
+  SELECT s.max_payload_bytes INTO v_max_payload FROM pgtask.settings s;
+  v_error := pgtask.task_input_error(enqueue.kind, enqueue.payload, enqueue.queue, enqueue.tenant,
+    enqueue.max_attempts, enqueue.dedupe_key, v_max_payload);
+  IF v_error IS NOT NULL THEN
+    PERFORM pgtask.raise_input_error(v_error, NULL);
+  END IF;
+  IF enqueue.tenant IS NOT NULL THEN
+    v_tenant_id := pgtask.tenant_id(enqueue.tenant);
+  END IF;
+  IF enqueue.dedupe_key IS NULL THEN
+    INSERT INTO pgtask.task (kind, payload, queue, tenant_id, run_at, priority, max_attempts)
+    VALUES (enqueue.kind, enqueue.payload, enqueue.queue, v_tenant_id, coalesce(enqueue.run_at, now()),
+            coalesce(enqueue.priority, 0), enqueue.max_attempts)
+    RETURNING id INTO v_id;
+    RETURN v_id;
+  END IF;
+  LOOP
+    INSERT INTO pgtask.task (kind, payload, queue, tenant_id, run_at, priority, max_attempts, dedupe_key)
+    VALUES (enqueue.kind, enqueue.payload, enqueue.queue, v_tenant_id, coalesce(enqueue.run_at, now()),
+            coalesce(enqueue.priority, 0), enqueue.max_attempts, enqueue.dedupe_key)
+    ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('available', 'retryable', 'running')
+    DO NOTHING
+    RETURNING id INTO v_id;
+    IF v_id IS NOT NULL THEN
+      RETURN v_id;
+    END IF;
+    SELECT t.id INTO v_id FROM pgtask.task t
+    WHERE t.dedupe_key = enqueue.dedupe_key AND t.state IN ('available', 'retryable', 'running');
+    IF v_id IS NOT NULL THEN
+      RETURN v_id;
+    END IF;
+    -- the holder finished between the two statements: try again
+  END LOOP;
+END
+$$;
+
+-- Enqueues a batch in one call. The arrays are parallel (one element per task; NULL elements take
+-- the defaults of pgtask.enqueue; payloads, queues, ... may be NULL as a whole). Returns one row
+-- per input task in input order: ord (1-based), the task id, and whether it was inserted (false:
+-- a task held that dedupe_key while the call ran, and its id is returned). A bad task rejects
+-- the whole batch with an error naming its position.
+CREATE OR REPLACE FUNCTION pgtask.enqueue_batch(
+  kinds text[],
+  payloads jsonb[] DEFAULT NULL,
+  queues text[] DEFAULT NULL,
+  tenants text[] DEFAULT NULL,
+  run_ats timestamptz[] DEFAULT NULL,
+  priorities integer[] DEFAULT NULL,
+  max_attempts integer[] DEFAULT NULL,
+  dedupe_keys text[] DEFAULT NULL
+) RETURNS TABLE (ord integer, id bigint, inserted boolean)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_n integer := coalesce(cardinality(kinds), 0);
+  v_max_payload integer;
+  v_bad record;
+  v_ids bigint[];
+  v_inserted boolean[];
+  v_keys text[];
+  v_i integer;
+  v_id bigint;
+BEGIN
+  IF v_n = 0 THEN
+    RETURN;
+  END IF;
+  IF coalesce(cardinality(payloads), v_n) <> v_n OR coalesce(cardinality(queues), v_n) <> v_n
+     OR coalesce(cardinality(tenants), v_n) <> v_n OR coalesce(cardinality(run_ats), v_n) <> v_n
+     OR coalesce(cardinality(priorities), v_n) <> v_n OR coalesce(cardinality(max_attempts), v_n) <> v_n
+     OR coalesce(cardinality(dedupe_keys), v_n) <> v_n THEN
+    RAISE EXCEPTION 'pgtask: enqueue_batch arrays must all have % elements', v_n
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT s.max_payload_bytes INTO v_max_payload FROM pgtask.settings s;
+
+  -- 1. validate: the first bad task rejects the batch
+  SELECT u.ord, pgtask.task_input_error(u.kind, coalesce(u.payload, '{}'), coalesce(u.queue, 'default'), u.tenant,
+                                        coalesce(u.max_attempts, 25), u.dedupe_key, v_max_payload) AS error
+  INTO v_bad
+  FROM unnest(kinds, payloads, queues, tenants, max_attempts, dedupe_keys)
+       WITH ORDINALITY AS u(kind, payload, queue, tenant, max_attempts, dedupe_key, ord)
+  WHERE pgtask.task_input_error(u.kind, coalesce(u.payload, '{}'), coalesce(u.queue, 'default'), u.tenant,
+                                coalesce(u.max_attempts, 25), u.dedupe_key, v_max_payload) IS NOT NULL
+  ORDER BY u.ord
+  LIMIT 1;
+  IF FOUND THEN
+    PERFORM pgtask.raise_input_error(v_bad.error, 'task ' || v_bad.ord || ' of ' || v_n);
+  END IF;
+
+  -- 2. register new tenants, in name order (concurrent batches never deadlock on the registry)
+  IF tenants IS NOT NULL THEN
+    PERFORM pgtask.tenant_id(t.name)
+    FROM (SELECT DISTINCT x AS name FROM unnest(tenants) x WHERE x IS NOT NULL ORDER BY 1) t;
+  END IF;
+
+  -- Steps 3 and 4 run in a block (a subtransaction) that is rolled back and run again in the one
+  -- rare case where answering a held-back row would mean inserting it out of key order (4 below).
+  -- Rolling it back releases every key it inserted; the new pass takes them in key order again.
+  LOOP
+    BEGIN
+      -- 3. insert with ids drawn up front, so each input row knows its id. Rows with a dedupe key go
+      --    first, in key order: an insert waits on a concurrent uncommitted holder of its key, so two
+      --    batches sharing keys must take them in one order or they deadlock.
+      WITH input AS MATERIALIZED (
+        SELECT u.ord::integer AS ord, nextval('pgtask.task_id_seq'::regclass) AS id, u.kind,
+               coalesce(u.payload, '{}') AS payload, coalesce(u.queue, 'default') AS queue,
+               tn.id AS tenant_id, coalesce(u.run_at, now()) AS run_at, coalesce(u.priority, 0) AS priority,
+               coalesce(u.max_attempts, 25) AS max_attempts, u.dedupe_key
+        FROM unnest(kinds, payloads, queues, tenants, run_ats, priorities, max_attempts, dedupe_keys)
+             WITH ORDINALITY AS u(kind, payload, queue, tenant, run_at, priority, max_attempts, dedupe_key, ord)
+        LEFT JOIN pgtask.tenant tn ON tn.name = u.tenant
+        ORDER BY u.ord
+      ), ins AS (
+        INSERT INTO pgtask.task (id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, dedupe_key)
+        SELECT i.id, i.kind, i.payload, i.queue, i.tenant_id, i.run_at, i.priority, i.max_attempts, i.dedupe_key
+        FROM input i ORDER BY i.dedupe_key NULLS LAST, i.ord
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('available', 'retryable', 'running')
+        DO NOTHING
+        RETURNING id
+      )
+      SELECT array_agg(i.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
+             array_agg(i.dedupe_key ORDER BY i.ord)
+      INTO v_ids, v_inserted, v_keys
+      FROM input i LEFT JOIN ins ON ins.id = i.id;
+
+      -- 4. rows held back by dedupe: report the task that held the key. Their keys were held by a
+      --    committed task when step 3 ran (a conflict with an uncommitted or changing holder waits
+      --    for it), so the answer is found without inserting: the unfinished holder if there is one
+      --    now, else the holder that finished since (finished_at is clock_timestamp() of the
+      --    finishing statement, which ran after this call's statement began; task_finished_idx
+      --    finds it). It held the key while this call ran, which is all dedupe promises. Inserting
+      --    the row here instead, after the keys step 3 took, would wait on other batches out of key
+      --    order: two batches sharing keys would deadlock (SQLSTATE 40P01). When the holder is gone
+      --    altogether (deleted meanwhile), the pass is rolled back and run again.
+      FOR v_i IN
+        SELECT x.ord::integer FROM unnest(v_inserted, v_keys) WITH ORDINALITY AS x(inserted, dedupe_key, ord)
+        WHERE NOT x.inserted ORDER BY x.dedupe_key, x.ord
+      LOOP
+        SELECT t.id INTO v_id FROM pgtask.task t
+        WHERE t.dedupe_key = v_keys[v_i] AND t.state IN ('available', 'retryable', 'running');
+        IF v_id IS NULL THEN
+          SELECT t.id INTO v_id FROM pgtask.task t
+          WHERE t.dedupe_key = v_keys[v_i] AND t.state IN ('completed', 'cancelled', 'discarded')
+            AND t.finished_at >= statement_timestamp()
+          ORDER BY t.finished_at DESC
+          LIMIT 1;
+        END IF;
+        IF v_id IS NULL THEN
+          RAISE EXCEPTION 'pgtask: holder of dedupe key gone, enqueue_batch runs its insert again'
+            USING ERRCODE = 'PGT01';
+        END IF;
+        v_ids[v_i] := v_id;
+      END LOOP;
+      EXIT;
+    EXCEPTION WHEN SQLSTATE 'PGT01' THEN
+      -- the pass is rolled back: insert again
+    END;
+  END LOOP;
+
+  RETURN QUERY SELECT x.ord::integer, x.id, x.inserted
+               FROM unnest(v_ids, v_inserted) WITH ORDINALITY AS x(id, inserted, ord);
+END
+$$;
+
+-- Lets a role enqueue through pgtask.enqueue / pgtask.enqueue_batch, and nothing else.
+CREATE OR REPLACE FUNCTION pgtask.grant_producer(role_name name) RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  EXECUTE format('GRANT USAGE ON SCHEMA pgtask TO %I', role_name);
+  EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text) TO %I', role_name);
+  EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue_batch(text[], jsonb[], text[], text[], timestamptz[], integer[], integer[], text[]) TO %I', role_name);
+END
+$$;
+
+-- Changes the payload size limit (bytes of the payload's JSON text).
+CREATE OR REPLACE FUNCTION pgtask.set_max_payload_bytes(bytes integer) RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+  UPDATE pgtask.settings SET max_payload_bytes = bytes;
+$$;

@@ -1,0 +1,165 @@
+-- The views: what operators and applications read. Built on pg_locks and pg_stat_activity where
+-- they show running work, because an executing task's own writes are invisible to every other
+-- session until it commits.
+--
+-- Note: pg_stat_activity shows other roles' sessions (application_name, xact_start) only to
+-- superusers and members of pg_read_all_stats; grant that role to whoever reads these views.
+--
+-- Durations use clock_timestamp(): a reader's now() is the start of its own transaction, which may
+-- be earlier than the task's, and the durations must never be negative.
+--
+-- CREATE OR REPLACE VIEW may only add columns at the end: a change that renames, removes or
+-- retypes a column needs DROP VIEW IF EXISTS ... CASCADE before it (and the dependent views and
+-- any grants on them made again).
+
+-- Every task with its state as operators name it. Two states are derived, not stored: "waiting"
+-- (the task waits behind its tenant's head in its queue, whatever its stored state) and
+-- "scheduled" (available, run_at in the future by the database clock). last_error is the last
+-- entry of the error history, except for a completed task: it did not fail in the end, and the
+-- history (pgtask.task.errors) keeps every error.
+CREATE OR REPLACE VIEW pgtask.tasks AS
+SELECT t.id, t.kind, t.queue, tn.name AS tenant,
+       CASE WHEN t.blocked THEN 'waiting'
+            WHEN t.state = 'available' AND t.run_at > now() THEN 'scheduled'
+            ELSE t.state::text END AS state,
+       t.priority, t.attempt, t.max_attempts, t.run_at, t.created_at, t.finished_at,
+       CASE WHEN t.state <> 'completed' THEN t.errors -> -1 ->> 'error' END AS last_error
+FROM pgtask.task t
+LEFT JOIN pgtask.tenant tn ON tn.id = t.tenant_id;
+
+-- Workers seen in the last minute (the heartbeat runs every 10 s by default).
+CREATE OR REPLACE VIEW pgtask.workers AS
+SELECT w.id, w.host, w.pid, w.version, w.queues, w.kinds, w.concurrency, w.started_at, w.last_seen,
+       greatest(clock_timestamp() - w.last_seen, interval '0') AS last_seen_ago
+FROM pgtask.worker w
+WHERE w.last_seen > now() - interval '1 minute';
+
+-- Per queue: counts by state as pgtask.tasks shows them (a task waiting behind its tenant's head
+-- counts as waiting_for_tenant only, not also as available, scheduled or retryable), running
+-- tasks, and the lag (age of the oldest claimable task: how long work has been ready without being
+-- picked up).
+CREATE OR REPLACE VIEW pgtask.queue_summary AS
+SELECT t.queue,
+       count(*) FILTER (WHERE t.state = 'available' AND NOT t.blocked AND t.run_at > now()) AS scheduled,
+       count(*) FILTER (WHERE t.state = 'available' AND NOT t.blocked AND t.run_at <= now()) AS available,
+       count(*) FILTER (WHERE t.state = 'running') AS running,
+       count(*) FILTER (WHERE t.state = 'retryable' AND NOT t.blocked) AS retryable,
+       count(*) FILTER (WHERE t.state = 'completed') AS completed,
+       count(*) FILTER (WHERE t.state = 'cancelled') AS cancelled,
+       count(*) FILTER (WHERE t.state = 'discarded') AS discarded,
+       count(*) FILTER (WHERE t.blocked) AS waiting_for_tenant,
+       coalesce(now() - min(t.run_at) FILTER (
+         WHERE t.state IN ('available', 'retryable') AND NOT t.blocked AND t.run_at <= now()), interval '0') AS lag
+FROM pgtask.task t
+GROUP BY t.queue;
+
+-- Each running task and the backend executing it. The executing transaction names itself
+-- "pgtask task <id> <worker>" in application_name (transaction-local) and holds the tenant's
+-- advisory lock; both are visible to everyone while the task runs.
+CREATE OR REPLACE VIEW pgtask.running AS
+SELECT t.id AS task_id, t.kind, t.queue, tn.name AS tenant, t.owner AS worker, a.pid AS backend_pid,
+       coalesce(a.xact_start, t.attempted_at) AS started_at,
+       greatest(clock_timestamp() - coalesce(a.xact_start, t.attempted_at), interval '0') AS running_for,
+       EXISTS (
+         SELECT 1 FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.granted AND l.pid = a.pid AND l.objsubid = 2
+           AND l.classid = pgtask.lock_namespace_oid() AND l.objid = t.tenant_id::text::oid) AS holds_tenant_lock,
+       (SELECT r.requested_at FROM pgtask.cancel_request r
+        WHERE r.task_id = t.id AND r.attempt = t.attempt) AS cancel_requested_at
+FROM pgtask.task t
+LEFT JOIN pgtask.tenant tn ON tn.id = t.tenant_id
+LEFT JOIN pg_stat_activity a
+  ON a.datname = current_database()
+ AND a.application_name LIKE 'pgtask task %'
+ AND split_part(a.application_name, ' ', 3) = t.id::text
+WHERE t.state = 'running';
+
+-- Each tenant lock held right now: its holder, since when, and the sessions waiting for it.
+-- pgtask's workers never wait for a tenant lock (they try it and defer the task), so waiting_pids
+-- lists only other sessions that called pg_advisory_xact_lock on the same key.
+CREATE OR REPLACE VIEW pgtask.tenant_locks AS
+SELECT tn.name AS tenant, l.pid AS holder_pid, a.application_name, a.xact_start,
+       greatest(clock_timestamp() - a.xact_start, interval '0') AS held_for,
+       ARRAY(SELECT w.pid FROM pg_locks w
+             WHERE w.locktype = 'advisory' AND NOT w.granted AND w.database = l.database
+               AND w.classid = l.classid AND w.objid = l.objid AND w.objsubid = 2
+             ORDER BY w.pid) AS waiting_pids
+FROM pg_locks l
+JOIN pgtask.tenant tn ON tn.id::text::oid = l.objid
+LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+  AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+  AND l.classid = pgtask.lock_namespace_oid();
+
+-- Due heads that no live worker can run, one row each: claimable now (available or retryable,
+-- not waiting, run_at passed), and either no live worker (pgtask.workers: seen in the last minute)
+-- serves the task's queue ('unserved_queue'), or none of the live workers serving it handles the
+-- task's kind ('unhandled_kind'). waiting: the tasks of the head's tenant waiting behind it in its
+-- queue. Reads the claimable index and the live workers; private (pgtask.unrunnable and
+-- pgtask.health are the public face).
+CREATE OR REPLACE FUNCTION pgtask.unrunnable_heads()
+RETURNS TABLE (queue text, kind text, tenant_id integer, reason text, run_at timestamptz, waiting bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT d.queue, d.kind, d.tenant_id, d.reason, d.run_at,
+         CASE WHEN d.tenant_id IS NULL THEN 0 ELSE
+           (SELECT count(*) FROM pgtask.task w WHERE w.blocked AND w.tenant_id = d.tenant_id AND w.queue = d.queue)
+         END AS waiting
+  FROM (
+    SELECT t.queue, t.kind, t.tenant_id, t.run_at,
+           CASE WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues)) THEN 'unserved_queue'
+                WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues) AND t.kind = ANY (w.kinds))
+                  THEN 'unhandled_kind'
+           END AS reason
+    FROM pgtask.task t
+    WHERE t.state IN ('available', 'retryable') AND NOT t.blocked AND t.run_at <= now()
+  ) d
+  WHERE d.reason IS NOT NULL
+$$;
+
+-- What no live worker can run, per queue, kind and reason: the due tasks ('unserved_queue': no live
+-- worker serves the queue; 'unhandled_kind': the queue's live workers have no handler for the
+-- kind), since when the oldest has been due, the tenants whose heads they are, and how many of
+-- those tenants' tasks wait behind them. Empty while every due task has a live worker.
+CREATE OR REPLACE VIEW pgtask.unrunnable AS
+SELECT h.queue, h.kind, h.reason,
+       count(*) AS tasks,
+       greatest(clock_timestamp() - min(h.run_at), interval '0') AS oldest_due_for,
+       count(DISTINCT h.tenant_id) AS tenants,
+       sum(h.waiting)::bigint AS waiting_behind
+FROM pgtask.unrunnable_heads() h
+GROUP BY h.queue, h.kind, h.reason;
+
+-- What threatens the task table: the oldest open transaction (it holds back vacuum everywhere),
+-- dead tuples and vacuum times of the task table, and the notification queue's fill level. And
+-- what no live worker can run (pgtask.unrunnable, summed): due tasks in queues no live worker
+-- serves, due tasks whose kind no live worker of their queue handles, and the tenants with tasks
+-- waiting behind such a head.
+CREATE OR REPLACE VIEW pgtask.health AS
+SELECT o.pid AS oldest_xact_pid,
+       o.application_name AS oldest_xact_application,
+       now() - o.xact_start AS oldest_xact_age,
+       s.n_live_tup AS task_live_tuples,
+       s.n_dead_tup AS task_dead_tuples,
+       s.last_autovacuum AS task_last_autovacuum,
+       s.last_vacuum AS task_last_vacuum,
+       pg_total_relation_size('pgtask.task'::regclass) AS task_table_bytes,
+       pg_notification_queue_usage() AS notification_queue_usage,
+       u.unserved_tasks,
+       u.unhandled_tasks,
+       u.tenants_stuck
+FROM (SELECT 1) one
+LEFT JOIN pg_stat_user_tables s ON s.relid = 'pgtask.task'::regclass
+LEFT JOIN LATERAL (
+  SELECT a.pid, a.application_name, a.xact_start
+  FROM pg_stat_activity a
+  WHERE a.xact_start IS NOT NULL AND (a.backend_xid IS NOT NULL OR a.backend_xmin IS NOT NULL)
+    AND a.pid <> pg_backend_pid()
+  ORDER BY a.xact_start
+  LIMIT 1) o ON true
+CROSS JOIN LATERAL (
+  SELECT coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'unserved_queue'), 0)::bigint AS unserved_tasks,
+         coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'unhandled_kind'), 0)::bigint AS unhandled_tasks,
+         (SELECT count(DISTINCT h.tenant_id) FROM pgtask.unrunnable_heads() h WHERE h.waiting > 0) AS tenants_stuck
+  FROM pgtask.unrunnable x) u;
