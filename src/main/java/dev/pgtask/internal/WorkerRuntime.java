@@ -88,7 +88,7 @@ public final class WorkerRuntime {
             config.workerId());
       }
       listener.stop(Duration.ofSeconds(1));
-      maintenance.stop();
+      maintenance.stop(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
       executor.shutdown(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
       try {
         WorkerQueries.deregister(Sql.using(config.dataSource()), config.workerId());

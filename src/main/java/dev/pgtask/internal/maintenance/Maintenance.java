@@ -1,5 +1,6 @@
 package dev.pgtask.internal.maintenance;
 
+import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.sql.MaintenanceQueries;
@@ -7,8 +8,8 @@ import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.WorkerQueries;
 import java.sql.Connection;
 import java.time.Duration;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToIntFunction;
@@ -34,7 +35,7 @@ import org.slf4j.LoggerFactory;
  *       once every 5 minutes per queue and kind.</li>
  * </ul>
  */
-public final class Maintenance {
+public final class Maintenance extends Service {
 
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
   private static final Duration TENANT_REPAIR_INTERVAL = Duration.ofSeconds(1);
@@ -59,7 +60,9 @@ public final class Maintenance {
   private final WorkerStats stats;
   private final Runnable wakeProducer;
   private final Runnable heartbeat;
-  private final ScheduledExecutorService scheduler;
+  // the passes and when each is due next (System.nanoTime()); the maintenance thread's own
+  private final List<Pass> passes = new ArrayList<>();
+  private final Object sleeper = new Object();
   // "queue kind" -> System.nanoTime() of the last warning; written and read by the maintenance thread only
   private final java.util.Map<String, Long> unhandledWarnedAt = new java.util.HashMap<>();
 
@@ -68,14 +71,6 @@ public final class Maintenance {
     this.stats = stats;
     this.wakeProducer = wakeProducer;
     this.heartbeat = heartbeat;
-    this.scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "pgtask-maintenance-" + config.workerId());
-      t.setDaemon(true);
-      return t;
-    });
-  }
-
-  public void start() {
     schedule(config.rescueInterval(), this::rescuePass);
     schedule(TENANT_REPAIR_INTERVAL, this::tenantRepairPass);
     schedule(pruneInterval(config), this::prunePass);
@@ -87,12 +82,55 @@ public final class Maintenance {
     }
   }
 
-  public void stop() {
-    scheduler.shutdownNow();
-    try {
-      scheduler.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+  /** One periodic pass: run with a fixed delay, first after a random delay of half to all of it. */
+  private static final class Pass {
+    final long periodNanos;
+    final Runnable body;
+    long due;
+
+    Pass(long periodNanos, Runnable body) {
+      this.periodNanos = periodNanos;
+      this.body = body;
+      // jitter: workers started together drift apart
+      this.due = System.nanoTime() + ThreadLocalRandom.current().nextLong(periodNanos / 2, periodNanos + 1);
+    }
+  }
+
+  @Override
+  protected void run(int index) {
+    while (isRunning()) {
+      Pass next = passes.get(0);
+      for (Pass p : passes) {
+        if (p.due - next.due < 0) {
+          next = p;
+        }
+      }
+      long wait = next.due - System.nanoTime();
+      if (wait > 0) {
+        synchronized (sleeper) {
+          try {
+            TimeUnit.NANOSECONDS.timedWait(sleeper, wait);
+          } catch (InterruptedException e) {
+            // the flag decides
+          }
+        }
+        continue;
+      }
+      try {
+        next.body.run();
+      } catch (RuntimeException e) {
+        if (isRunning()) {
+          log.warn("pgtask: maintenance pass failed: {}", e.getMessage());
+        }
+      }
+      next.due = System.nanoTime() + next.periodNanos;
+    }
+  }
+
+  @Override
+  protected void onStop() {
+    synchronized (sleeper) {
+      sleeper.notifyAll();
     }
   }
 
@@ -111,19 +149,7 @@ public final class Maintenance {
   }
 
   private void schedule(Duration interval, Runnable pass) {
-    long period = interval.toMillis();
-    long initial = ThreadLocalRandom.current().nextLong(period / 2 + 1, period + 1);
-    // fixed delay with jitter: workers started together drift apart
-    scheduler.scheduleWithFixedDelay(() -> {
-      try {
-        pass.run();
-      } catch (RuntimeException e) {
-        if (Thread.currentThread().isInterrupted()) {
-          return;
-        }
-        log.warn("pgtask: maintenance pass failed: {}", e.getMessage());
-      }
-    }, initial, period, TimeUnit.MILLISECONDS);
+    passes.add(new Pass(Math.max(1, interval.toNanos()), pass));
   }
 
   /**
