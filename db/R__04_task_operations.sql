@@ -40,9 +40,10 @@ $$;
 -- Cancels a task. A queued task (scheduled, available, retryable) becomes cancelled at once:
 -- returns 'cancelled'. A running task is told to stop: the request is written to
 -- pgtask.cancel_request for the running attempt (a notification alone is lost when the worker is
--- not listening at that moment) and its worker gets a control notification; it interrupts the
--- handler, rolls its transaction back and marks it cancelled: returns 'cancel_requested' (watch the
--- task's state). A task marked running whose worker holds no lock on it (a plain-mode handler,
+-- not listening at that moment) and its worker gets a control notification, a hint on which it
+-- reads the request back from pgtask.cancel_request (anyone may NOTIFY; only this function writes
+-- requests); it interrupts the handler, rolls back to the task's savepoint and marks it cancelled
+-- under the task's locks: returns 'cancel_requested' (watch the task's state). A task marked running whose worker holds no lock on it (a plain-mode handler,
 -- which runs outside any transaction, or a task claimed and not started yet) is cancelled at once,
 -- and its worker is told too, so that it interrupts the handler; the worker's fenced statements
 -- then find nothing to change.
