@@ -125,14 +125,19 @@ class NotifyTest {
 
   @Test
   void handingATenantsHeadToAWaitingTaskWakesThatTasksQueue() throws Exception {
-    long head = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("head-q").withTenant("handoff")));
-    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("waiting-q").withTenant("handoff")));
-    assertThat(notificationsUntilFence()).as("notifications for a head and a waiting task").containsExactly("pgtask:head-q");
+    long head = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("handoff-q").withTenant("handoff")));
+    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("handoff-q").withTenant("handoff")));
+    assertThat(notificationsUntilFence()).as("notifications for a head and a task waiting behind it")
+        .containsExactly("pgtask:handoff-q");
+    // heads are per tenant and queue: the same tenant's task in another queue is a head there
+    pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("elsewhere-q").withTenant("handoff")));
+    assertThat(notificationsUntilFence()).as("notifications for the tenant's first task in another queue")
+        .containsExactly("pgtask:elsewhere-q");
     try (Connection c = db.connect()) {
       exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id = " + head);
     }
     assertThat(notificationsUntilFence()).as("notifications when the head completed and the waiting task took over")
-        .containsExactly("pgtask:waiting-q");
+        .containsExactly("pgtask:handoff-q");
   }
 
   /**
