@@ -112,6 +112,16 @@ CREATE TABLE pgtask.cancel_request (
   requested_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
+-- The claim-and-start's hand-over to the re-lock it sends after its COMMIT in the same round trip
+-- (ClaimQueries.claimAndStart): the claim setval()s its head's id and attempt (0 without a head),
+-- the re-lock reads them back with currval(). A sequence's currval() belongs to the session and
+-- to no transaction: nothing to clear afterwards, and no rollback brings an old value back. (A
+-- session setting, which the hand-over used before, came back with every head transaction that
+-- rolled back, and followed the connection into the pool.) The sequences' shared values mean
+-- nothing.
+CREATE SEQUENCE pgtask.claim_head_id MINVALUE 0 START 0;
+CREATE SEQUENCE pgtask.claim_head_attempt MINVALUE 0 START 0;
+
 -- ---------------------------------------------------------------------------------------------
 -- Indexes of the task table
 -- ---------------------------------------------------------------------------------------------

@@ -27,9 +27,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * took) in the same round trip: claim, COMMIT, BEGIN and the head's re-lock are sent together, and
  * the head's handler runs on the connection that claimed it. Seen from inside the handler: the
  * claim is committed (another session sees the task running, attempt 1), the row is locked by the
- * handler's transaction, the transaction-local settings are the task's, and the connection is one
- * on which the re-lock read and cleared the claim's hand-over setting (a session that never ran it
- * has no such setting at all). Back in the pool, no connection keeps that setting.
+ * handler's transaction, the transaction-local settings are the task's, and the connection is the
+ * one whose session the claim handed this task to (currval() of the hand-over sequences: per
+ * session, outside transactions). Back in the pool, no connection keeps a hand-over setting, also
+ * after a head transaction that rolled back.
  */
 class ClaimAndStartTest {
 
@@ -50,7 +51,7 @@ class ClaimAndStartTest {
     String app;
     String timeout;
     try (Statement st = tx.createStatement();
-        ResultSet rs = st.executeQuery("SELECT current_setting('pgtask.claim_head', true), "
+        ResultSet rs = st.executeQuery("SELECT currval('pgtask.claim_head_id') || ':' || currval('pgtask.claim_head_attempt'), "
             + "current_setting('application_name'), current_setting('statement_timeout')")) {
       rs.next();
       handOver = rs.getString(1);
@@ -87,8 +88,7 @@ class ClaimAndStartTest {
         .build().start()) {
       await().atMost(Duration.ofSeconds(10)).until(() -> seen.containsKey(id));
       Seen s = seen.get(id);
-      assertThat(s.handOver()).as("the claim's hand-over setting on the handler's connection, read and cleared by the re-lock")
-          .isEqualTo("");
+      assertThat(s.handOver()).as("the claim's hand-over (head id:attempt) in the handler's session").isEqualTo(id + ":1");
       assertThat(s.stateSeenByOthers()).as("state seen by another session while the handler runs").isEqualTo("running");
       assertThat(s.attemptSeenByOthers()).as("attempt seen by another session: the claim committed").isEqualTo(1);
       assertThat(s.rowLockedForOthers()).as("the task row is locked by the handler's transaction").isTrue();
@@ -114,7 +114,7 @@ class ClaimAndStartTest {
             HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
         .build().start()) {
       await().atMost(Duration.ofSeconds(10)).until(() -> seen.containsKey(tx) && plainRan.containsKey(plain));
-      assertThat(seen.get(tx).handOver()).as("the hand-over setting, read and cleared by the re-lock").isEqualTo("");
+      assertThat(seen.get(tx).handOver()).as("the claim's hand-over (head id:attempt) in the handler's session").isEqualTo(tx + ":1");
       assertThat(seen.get(tx).rowLockedForOthers()).isTrue();
       await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
           "SELECT count(*) FROM pgtask.task WHERE state = 'completed' AND id IN (" + plain + ", " + tx + ")") == 2);
@@ -170,19 +170,27 @@ class ClaimAndStartTest {
   @Test
   void noPooledConnectionKeepsTheClaimsHandOverSettingAfterClaimAndStart() throws Exception {
     Map<Long, String> handOverSeen = new ConcurrentHashMap<>();
+    java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
     try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
         .handler("start.tx", JsonNode.class, (ctx, p) -> handOverSeen.put(ctx.taskId(), look(ctx.connection(), ctx.taskId()).handOver()))
+        .handler("start.hold", JsonNode.class, (ctx, p) -> {
+          holding.countDown();
+          Thread.sleep(30_000); // interrupted by the cancellation
+        })
         .build().start()) {
       // one task at a time into the idle worker: each is claimed and started in one round trip,
       // on whichever pooled connection the claim got
       for (int i = 0; i < 12; i++) {
         long id = queue.pgtask().enqueue(NewTask.of("start.tx", null, TaskOptions.defaults().withTenant("t" + (i % 3))));
         await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.task WHERE id = " + id)));
+        assertThat(handOverSeen.get(id)).as("the hand-over in the session of task %d's handler", id).isEqualTo(id + ":1");
       }
+      // a head whose transaction rolls back as a whole: cancelled while it runs
+      long held = queue.pgtask().enqueue(NewTask.of("start.hold", null));
+      assertThat(holding.await(10, java.util.concurrent.TimeUnit.SECONDS)).as("the held task started").isTrue();
+      queue.pgtask().cancel(held);
+      await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(queue.sql().text("SELECT state FROM pgtask.task WHERE id = " + held)));
     }
-    assertThat(handOverSeen).as("tasks run").hasSize(12);
-    assertThat(handOverSeen.values()).as("the hand-over setting inside each handler (a claim-and-start's re-lock ran on its connection)")
-        .containsOnly("");
     Leaks.assertPoolConnectionsClean(queue.pool(), 6);
   }
 }

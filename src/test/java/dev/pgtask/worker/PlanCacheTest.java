@@ -78,7 +78,7 @@ class PlanCacheTest {
     List<Plans> hot = plans.stream().filter(p -> p.generic + p.custom >= 10).toList();
     assertThat(hot).as("statements run at least 10 times on one connection").isNotEmpty();
     for (String part : List.of("\"locked\"", "\"pgtask\".\"enqueue\"", "set_config('application_name'",
-        "cast('completed' as", "set_config('pgtask.claim_head'", "current_setting('pgtask.claim_head')")) {
+        "cast('completed' as", "setval('pgtask.claim_head_id'", "currval('pgtask.claim_head_id'")) {
       assertThat(hot).as("a hot statement containing %s", part).anyMatch(p -> p.statement.contains(part));
     }
     // the claims run on their generic plan from the first execution (SET LOCAL plan_cache_mode in

@@ -164,25 +164,28 @@ public final class ClaimQueries {
         .precededBy(GENERIC_PLAN).followedBy("COMMIT");
   }
 
-  /**
-   * The session setting through which a claim hands its head to the re-lock sent after it. It must
-   * be session-level to survive the claim's COMMIT; the re-lock reads it and clears it in the same
-   * statement, so a connection back in the pool shows it empty. (PostgreSQL restores a setting
-   * when the transaction that changed it rolls back: after a head transaction that rolls back, the
-   * connection keeps the stale value until its next claim-and-start overwrites it. Nothing reads it
-   * but the re-lock, which always runs right after a claim that wrote it.)
-   */
-  public static final String HEAD_SETTING = "pgtask.claim_head";
+  /** The sequence whose currval() carries the claim's head id to the re-lock sent after it. */
+  public static final String HEAD_ID_SEQUENCE = "pgtask.claim_head_id";
+  /** The sequence whose currval() carries the claim's head attempt to the re-lock sent after it. */
+  public static final String HEAD_ATTEMPT_SEQUENCE = "pgtask.claim_head_attempt";
+
+  /** {@code setval(sequence, value, true)}: sets this session's currval(), outside any transaction. */
+  private static Field<Long> setval(String sequence, Field<? extends Number> value) {
+    return DSL.function("setval", SQLDataType.BIGINT, DSL.field("{0}::regclass", Object.class, DSL.inline(sequence)),
+        value, DSL.inline(true));
+  }
 
   // claim, commit, and the re-lock of the claim's head in a new transaction, for n queues
   private static final java.util.Map<Integer, PreparedQuery> CLAIM_AND_START = new java.util.concurrent.ConcurrentHashMap<>();
 
   /**
    * The claim as a data-modifying CTE, which also picks its head (the first transactional task in
-   * claim order) and writes {"id": attempt} of it, or '' without one, to {@link #HEAD_SETTING}. The
-   * setting is written whatever the claim took (the head CTE always yields its one row), so the
-   * re-lock never reads a value left by an earlier claim. Columns 1–11 as in the plain claim (a
-   * row with a NULL id when nothing was claimed), then the head's id.
+   * claim order) and hands its id and attempt to the re-lock through this session's currval() of
+   * {@link #HEAD_ID_SEQUENCE} and {@link #HEAD_ATTEMPT_SEQUENCE} (0 and 0 without a head). They are
+   * set whatever the claim took (the head CTE always yields its one row), so the re-lock never
+   * reads a value left by an earlier claim; being sequence values, not settings, no transaction's
+   * end or rollback changes them and nothing is left to clear. Columns 1–11 as in the plain claim
+   * (a row with a NULL id when nothing was claimed), then the head's id.
    */
   private static PreparedQuery claimAndStartQuery(int queueCount) {
     ClaimParts p = claimParts(queueCount);
@@ -197,19 +200,18 @@ public final class ClaimQueries {
         .where(claimed.field(TASK.TENANT_ID).isNotNull().or(claimed.field(TASK.KIND).ne(DSL.all(plainKinds))))
         .orderBy(claimed.field(TASK.PRIORITY), claimed.field(TASK.RUN_AT), claimed.field(TASK.ID))
         .limit(DSL.inline(1)));
-    Field<String> headJson = DSL.field(DSL.select(DSL.function("jsonb_build_object", SQLDataType.JSONB,
-            headTask.field(TASK.ID).cast(SQLDataType.VARCHAR), headTask.field(TASK.ATTEMPT)).cast(SQLDataType.VARCHAR))
-        .from(headTask));
+    Field<Long> headId = DSL.field(DSL.select(headTask.field(TASK.ID)).from(headTask));
+    Field<Integer> headAttempt = DSL.field(DSL.select(headTask.field(TASK.ATTEMPT)).from(headTask));
     var head = DSL.name("head").as(DSL.select(
-        DSL.function("set_config", SQLDataType.VARCHAR, DSL.inline(HEAD_SETTING),
-            DSL.coalesce(headJson, DSL.inline("")), DSL.inline(false)).as("setting"),
-        DSL.field(DSL.select(headTask.field(TASK.ID)).from(headTask)).as("head_id")));
+        setval(HEAD_ID_SEQUENCE, DSL.coalesce(headId, DSL.inline(0L))).as("head_id_set"),
+        setval(HEAD_ATTEMPT_SEQUENCE, DSL.coalesce(headAttempt, DSL.inline(0))).as("head_attempt_set"),
+        headId.as("head_id")));
     return PreparedQuery.of(DSL.with(p.locked(), claimed, headTask, head)
         .select(claimed.field(TASK.ID), claimed.field(TASK.KIND), claimed.field(TASK.QUEUE),
             claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
             claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
             p.lockedCount(), claimed.field("tenant_name", String.class), head.field("head_id", Long.class),
-            head.field("setting", String.class))
+            head.field("head_id_set", Long.class), head.field("head_attempt_set", Long.class))
         .from(head)
         .leftJoin(claimed).on(DSL.trueCondition()));
   }

@@ -141,51 +141,41 @@ public final class ExecuteQueries {
   // re-lock (fenced) + transaction-local settings + tenant locks of one or more tasks of one owner,
   // in one statement whose shape does not depend on the count
   private static final PreparedQuery LOCK_FOR_EXECUTION = PreparedQuery.of(lockQuery(opaqueIds(),
-      DSL.param("attempts", SQLDataType.JSONB), DSL.param("app", String.class),
+      heldAttempt(DSL.param("attempts", SQLDataType.JSONB)), DSL.param("app", String.class),
       DSL.param("timeout", String.class), DSL.param("idle_timeout", String.class)));
 
   /**
    * The re-lock of the claim's head in {@link ClaimQueries#claimAndStart}: the task and its
-   * attempt come from the session setting the claim statement just wrote ({"id": attempt}, or ''
-   * when the claim took no transactional task); application_name is built in the statement, and
+   * attempt come from this session's currval() of the two hand-over sequences, which the claim
+   * statement just set (0 and 0 when the claim took no transactional task); application_name is built in the statement, and
    * the server-side timeouts are looked up by kind in a {"kind": "millis"} parameter.
    */
   static final PreparedQuery LOCK_CLAIM_HEAD = lockClaimHeadQuery();
 
   private static PreparedQuery lockClaimHeadQuery() {
-    // the setting is read and cleared in one step (a CTE with a volatile function is evaluated
-    // once, before the rows it feeds): the claim wrote it at session level so that it would
-    // survive the claim's COMMIT, and left there it would follow the connection back into the pool
-    var claimHead = DSL.name("claim_head").as(DSL.select(
-        DSL.nullif(DSL.function("current_setting", SQLDataType.CLOB, DSL.inline(ClaimQueries.HEAD_SETTING)),
-            DSL.inline("")).cast(SQLDataType.JSONB).as("head"),
-        DSL.function("set_config", SQLDataType.CLOB, DSL.inline(ClaimQueries.HEAD_SETTING), DSL.inline(""),
-            DSL.inline(false)).as("cleared")));
-    Field<JSONB> head = DSL.field(DSL.select(claimHead.field("head", JSONB.class)).from(claimHead));
-    Field<Long[]> ids = DSL.field(DSL.select(DSL.array(DSL.select(
-        DSL.function("jsonb_object_keys", SQLDataType.CLOB, head))))).cast(SQLDataType.BIGINT.array());
+    // the head's id and attempt, as the claim just set them for this session (see ClaimQueries)
+    Field<Long[]> ids = DSL.array(currval(ClaimQueries.HEAD_ID_SEQUENCE));
+    Field<Integer> attempt = currval(ClaimQueries.HEAD_ATTEMPT_SEQUENCE).cast(SQLDataType.INTEGER);
     Field<String> app = DSL.left(DSL.concat(DSL.inline("pgtask task "), TASK.ID.cast(SQLDataType.VARCHAR),
         DSL.inline(" "), DSL.param("worker", String.class)), DSL.inline(63));
     Field<String> timeout = DSL.field("({0} ->> {1})", SQLDataType.VARCHAR,
         DSL.param("timeouts", SQLDataType.JSONB), TASK.KIND);
     Field<String> idleTimeout = DSL.field("({0} ->> {1})", SQLDataType.VARCHAR,
         DSL.param("idle_timeouts", SQLDataType.JSONB), TASK.KIND);
-    return PreparedQuery.of(lockQuery(claimHead, ids, head, app, timeout, idleTimeout));
+    return PreparedQuery.of(lockQuery(ids, attempt, app, timeout, idleTimeout));
   }
 
-  private static org.jooq.Select<?> lockQuery(Field<Long[]> ids, Field<JSONB> attempts, Field<String> app,
+  /** This session's currval() of a sequence (the claim's hand-over). */
+  private static Field<Long> currval(String sequence) {
+    return DSL.function("currval", SQLDataType.BIGINT, DSL.field("{0}::regclass", Object.class, DSL.inline(sequence)));
+  }
+
+  private static org.jooq.Select<?> lockQuery(Field<Long[]> ids, Field<Integer> attempt, Field<String> app,
       Field<String> timeout, Field<String> idleTimeout) {
-    return lockQuery(null, ids, attempts, app, timeout, idleTimeout);
-  }
-
-  private static org.jooq.Select<?> lockQuery(org.jooq.CommonTableExpression<?> with, Field<Long[]> ids,
-      Field<JSONB> attempts, Field<String> app, Field<String> timeout, Field<String> idleTimeout) {
-    var select = with == null ? DSL.select(lockFields(app, timeout, idleTimeout))
-        : DSL.with(with).select(lockFields(app, timeout, idleTimeout));
-    return select
+    return DSL.select(lockFields(app, timeout, idleTimeout))
         .from(TASK)
         .where(TASK.ID.eq(DSL.any(ids)))
-        .and(TASK.ATTEMPT.eq(heldAttempt(attempts)))
+        .and(TASK.ATTEMPT.eq(attempt))
         .and(runningById(TASK))
         .and(TASK.OWNER.eq(DSL.param("owner", String.class)))
         .orderBy(TASK.ID)

@@ -28,6 +28,7 @@ import org.jooq.Configuration;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Result;
+import org.jooq.Sequence;
 import org.jooq.Table;
 import org.jooq.impl.SchemaImpl;
 
@@ -201,6 +202,14 @@ public class Pgtask extends SchemaImpl {
     @Override
     public Catalog getCatalog() {
         return DefaultCatalog.DEFAULT_CATALOG;
+    }
+
+    @Override
+    public final List<Sequence<?>> getSequences() {
+        return Arrays.asList(
+            Sequences.CLAIM_HEAD_ATTEMPT,
+            Sequences.CLAIM_HEAD_ID
+        );
     }
 
     @Override
