@@ -109,13 +109,26 @@ class WorkerTest {
     assertThat(count("SELECT jsonb_array_length(errors) FROM pgtask.task WHERE id = " + id)).as("errors recorded").isEqualTo(2);
     assertThat(text("SELECT errors->1->>'error' FROM pgtask.task WHERE id = " + id)).contains("boom on attempt 2");
     assertThat(text("SELECT last_error FROM pgtask.tasks WHERE id = " + id))
-        .as("last_error in pgtask.tasks of a task that completed in the end (the history keeps the errors)").isNull();
+        .as("a completed task's last_error: it did not fail in the end").isNull();
   }
 
   @Test
-  void aCommitThatFailsKeepsNeitherTheEffectsNorTheCompletion() throws SQLException {
-    // the completion and the COMMIT travel together: a check the server makes only at COMMIT
-    // (a deferred constraint) must still undo both, and the task is retried
+  void aRetryAtAnInstantRunsAtThatInstantAsGivenNotAsADelayOnTheJvmClock() throws SQLException {
+    java.time.Instant at = java.time.Instant.parse("2099-01-02T03:04:05.678901Z");
+    start(worker().handler("test.retry_at", (ctx, payload) -> {
+      throw dev.pgtask.RetryTaskException.at(at, "later");
+    }));
+    long id = queue.pgtask().enqueue(NewTask.of("test.retry_at", null));
+    await().atMost(Duration.ofSeconds(20)).until(() -> "retryable".equals(state(id)));
+    assertThat(text("SELECT to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') FROM pgtask.task WHERE id = " + id))
+        .isEqualTo("2099-01-02T03:04:05.678901");
+  }
+
+  @Test
+  void aDeferredConstraintViolationFailsItsAttemptWithItsOwnErrorAndKeepsNeitherEffectsNorCompletion()
+      throws SQLException {
+    // a check the server would make only at COMMIT (a deferred constraint) is made inside the
+    // task's savepoint before its completion: the attempt fails with the violation, under its locks
     exec("CREATE TABLE deferred_guard (task_id bigint UNIQUE DEFERRABLE INITIALLY DEFERRED)");
     try {
       start(worker().handler("test.deferred", (ctx, payload) -> {
@@ -132,7 +145,7 @@ class WorkerTest {
       assertThat(count("SELECT attempt FROM effect")).isEqualTo(3);
       assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
       assertThat(text("SELECT errors->0->>'error' FROM pgtask.task WHERE id = " + id))
-          .contains("task transaction failed").contains("deferred_guard");
+          .contains("deferred_guard").contains("23505").doesNotContain("task transaction failed");
     } finally {
       exec("DROP TABLE deferred_guard");
     }

@@ -67,6 +67,7 @@ public final class Maintenance extends Service {
   private final java.util.Map<String, Long> unhandledWarnedAt = new java.util.HashMap<>();
 
   public Maintenance(WorkerConfig config, WorkerStats stats, Runnable wakeProducer, Runnable heartbeat) {
+    super("pgtask-maintenance-" + config.workerId(), 1);
     this.config = config;
     this.stats = stats;
     this.wakeProducer = wakeProducer;
