@@ -79,6 +79,12 @@ public final class Executor extends Service {
   /** Verified cancel requests for tasks whose claim is not registered yet. Guarded by {@link #registry}. */
   private Set<Long> verifiedCancels = new HashSet<>();
   private final AtomicInteger claimsInFlight = new AtomicInteger();
+  /**
+   * Claimed tasks an executor thread has not let go of yet: the producer's capacity. A plain task
+   * whose completion waits in the {@link Completer} is still held, but no longer occupies a slot.
+   */
+  private final AtomicInteger occupied = new AtomicInteger();
+  private final int minClaim;
   private final Object capacityMonitor = new Object();
   private volatile LongSupplier listeningSince = () -> 0;
   private volatile boolean stopping;
@@ -93,6 +99,10 @@ public final class Executor extends Service {
     this.writer = new OutcomeWriter(config, stats);
     this.capacity = config.concurrency() + config.prefetch();
     this.batchCapacity = Math.max(1, config.commitBatchSize());
+    // with prefetch, wait for room for a good-sized claim: claiming one task per freed slot would
+    // turn the claim round trip into the bottleneck and starve commit batching of waiting tasks
+    this.minClaim = config.prefetch() == 0 ? 1
+        : Math.max(1, Math.min(config.batchSize(), (config.prefetch() + 1) / 2));
     this.watchdog = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "pgtask-watchdog");
       t.setDaemon(true);
@@ -125,20 +135,30 @@ public final class Executor extends Service {
    * may be claimed (at most {@code max}).
    */
   public int awaitCapacity(int max) throws InterruptedException {
-    // with prefetch, wait for room for a good-sized claim: claiming one task per freed slot would
-    // turn the claim round trip into the bottleneck and starve commit batching of waiting tasks
-    int minClaim = config.prefetch() == 0 ? 1 : Math.max(1, Math.min(max, (config.prefetch() + 1) / 2));
+    int least = Math.min(max, minClaim);
     synchronized (capacityMonitor) {
-      while (capacity - held.size() < minClaim) {
+      while (capacity - occupied.get() < least) {
         capacityMonitor.wait();
       }
-      return Math.min(max, capacity - held.size());
+      return Math.min(max, capacity - occupied.get());
     }
   }
 
   /** Whether no claimed task is waiting or running here: a task handed over now starts at once. */
   public boolean isIdle() {
-    return held.isEmpty();
+    return occupied.get() == 0;
+  }
+
+  /** The executor is done with {@code t} (its outcome may still be on its way): its slot is free. */
+  void freeSlot(LocalTask t) {
+    if (t.freeSlot()) {
+      int now = occupied.decrementAndGet();
+      if (capacity - now >= minClaim) {
+        synchronized (capacityMonitor) {
+          capacityMonitor.notifyAll();
+        }
+      }
+    }
   }
 
   /** A claim is about to be sent; returns the instant to hand to {@link #submitAll}. */
@@ -214,6 +234,7 @@ public final class Executor extends Service {
       for (Claimed c : tasks) {
         LocalTask t = new LocalTask(c, config.workerId(), claimNanos, runsPlain(c));
         held.put(c.id(), t);
+        occupied.incrementAndGet();
         if (verifiedCancels.remove(c.id())) {
           t.requestStop(LocalTask.Stop.CANCELLED);
         }
@@ -226,11 +247,8 @@ public final class Executor extends Service {
   /** The task's outcome is durable (or it was lost): it is no longer held here. */
   void finished(LocalTask t) {
     t.done();
-    if (held.remove(t.id(), t)) {
-      synchronized (capacityMonitor) {
-        capacityMonitor.notifyAll();
-      }
-    }
+    held.remove(t.id(), t);
+    freeSlot(t);
   }
 
   /** Claimed tasks not finished yet (waiting or running). */
@@ -726,13 +744,8 @@ public final class Executor extends Service {
       again.forEach(t -> ids.add(t.id()));
       long sent = System.nanoTime();
       try {
-        List<Long> renewed = ExecuteQueries.extendLeases(Sql.using(config.dataSource()), config.workerId(), ids,
-            config.leaseDuration());
-        for (LocalTask t : again) {
-          if (renewed.contains(t.id())) {
-            t.leaseRenewed(sent);
-          }
-        }
+        renewed(again, ExecuteQueries.extendLeases(Sql.using(config.dataSource()), config.workerId(), ids,
+            config.leaseDuration()), sent, false);
       } catch (RuntimeException e) {
         log.warn("pgtask: renewing the leases of {} task(s) failed: {}", ids.size(), e.getMessage());
       }
@@ -772,14 +785,14 @@ public final class Executor extends Service {
 
   private <T> void runPlain(LocalTask t, HandlerEntry<T> handler) {
     long startNanos = System.nanoTime();
-    if (!mayStartWithoutCheck(t)) {
-      keeper.check(); // applies the cancel requests and lost claims it finds as stop requests
-      if (t.stopReason() == LocalTask.Stop.NONE && !stillOurs(t)) {
-        log.info("pgtask: task {} attempt {} was cancelled or rescued before it started; not running it",
-            t.id(), t.claimed.attempt());
-        finished(t);
-        return;
+    if (!mayStartWithoutCheck(t) && !fenceStart(t)) {
+      if (ready.contains(t)) {
+        return; // the check could not be made; it waits for its next turn
       }
+      log.info("pgtask: task {} attempt {} was cancelled or rescued before it started; not running it",
+          t.id(), t.claimed.attempt());
+      finished(t);
+      return;
     }
     if (t.stopReason() != LocalTask.Stop.NONE) {
       writeAlone(t, outcomes.ofStop(t, t.stopReason()), startNanos);
@@ -798,6 +811,7 @@ public final class Executor extends Service {
     t.finishing();
     if (outcome instanceof Outcome.Completed) {
       completer.complete(t, startNanos);
+      freeSlot(t);
     } else {
       writeAlone(t, outcome, startNanos);
     }
@@ -805,31 +819,103 @@ public final class Executor extends Service {
 
   /**
    * Whether a plain task may start on what this worker already knows: no cancellation hint named
-   * it, the listener has listened without a break since before the task was claimed (so a
-   * {@code cancel_task} since then would have been heard), and its lease was renewed less than half
-   * a lease ago (so no rescue can have taken it). Otherwise the database is asked first: the
-   * task's cancel requests and whether it is still this worker's claim, then its lease is renewed
-   * ({@link #stillOurs}).
+   * it, the listener has listened without a break since before the task was last known to be
+   * this worker's (its claim, or its last lease renewal, which is also a check), so a
+   * {@code cancel_task} since then would have been heard, and that renewal is less than half a
+   * lease old, so no rescue can have taken it. Otherwise {@link #fenceStart} asks the database.
    */
   private boolean mayStartWithoutCheck(LocalTask t) {
     long since = listeningSince.getAsLong();
-    return !t.suspect() && since != 0 && since - t.claimedNanos < 0
-        && System.nanoTime() - t.leaseFromNanos() < config.leaseDuration().toNanos() / 2;
+    long known = t.leaseFromNanos();
+    return !t.suspect() && since != 0 && since - known < 0
+        && System.nanoTime() - known < config.leaseDuration().toNanos() / 2;
   }
 
-  /** Renews the task's lease: it succeeds only while the task is running as this worker's claim. */
-  private boolean stillOurs(LocalTask t) {
-    long sent = System.nanoTime();
-    try {
-      boolean ours = !ExecuteQueries.extendLeases(Sql.using(config.dataSource()), config.workerId(),
-          List.of(t.id()), config.leaseDuration()).isEmpty();
-      if (ours) {
-        t.leaseRenewed(sent);
+  /**
+   * Renews the lease of {@code t} (and, while the listener listens, of every other waiting plain
+   * task that would need the same check, in the same statement): a renewal succeeds only for a task
+   * still running as this worker's claim, and reads its cancel request. Returns whether {@code t}
+   * is still ours; a cancel request found becomes a stop request.
+   */
+  private boolean fenceStart(LocalTask t) {
+    List<LocalTask> batch = new ArrayList<>();
+    batch.add(t);
+    if (listeningSince.getAsLong() != 0) {
+      for (LocalTask other : held.values()) {
+        if (other != t && other.plain && other.state() == LocalTask.State.WAITING && batch.size() < 500
+            && !mayStartWithoutCheck(other)) {
+          batch.add(other);
+        }
       }
-      return ours;
-    } catch (RuntimeException e) {
-      log.warn("pgtask: could not check task {} before starting it ({}); putting it back", t.id(), e.getMessage());
+    }
+    List<Long> ids = new ArrayList<>(batch.size());
+    for (LocalTask b : batch) {
+      b.clearSuspect(); // before the read: a hint arriving from now on marks it again
+      ids.add(b.id());
+    }
+    try {
+      for (int round = 0; ; round++) {
+        long sent = System.nanoTime();
+        Map<Long, Boolean> found = ExecuteQueries.extendLeases(Sql.using(config.dataSource()), config.workerId(), ids,
+            config.leaseDuration());
+        renewed(batch, found, sent, false);
+        if (found.containsKey(t.id())) {
+          return true;
+        }
+        // not renewed: no longer ours, or its row was locked for a moment (another renewal, an
+        // operator's lock attempt); the durable state says which
+        Map<Long, ExecuteQueries.HeldState> state = ExecuteQueries.checkHeld(Sql.using(config.dataSource()),
+            config.workerId(), List.of(t.fence));
+        if (state.get(t.id()) == ExecuteQueries.HeldState.GONE) {
+          t.requestStop(LocalTask.Stop.LOST);
+          return false;
+        }
+        if (state.get(t.id()) == ExecuteQueries.HeldState.CANCEL_REQUESTED) {
+          t.requestStop(LocalTask.Stop.CANCELLED);
+          return true;
+        }
+        if (round == 4) {
+          return true; // ours as of the read just made
+        }
+        ids = List.of(t.id());
+        batch = List.of(t);
+        Thread.sleep(2);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return true;
+    } catch (SQLException | RuntimeException e) {
+      log.warn("pgtask: could not check task {} before starting it ({}); it waits for its next turn", t.id(),
+          e.getMessage());
+      t.markSuspect();
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException ie) {
+        Thread.currentThread().interrupt();
+      }
+      ready.addLast(t);
       return false;
+    }
+  }
+
+  /**
+   * Applies a lease renewal sent at {@code sent}: the renewed tasks are known to be this worker's
+   * as of then, a cancel request found stops its task; with {@code missingIsLost}, a task the
+   * renewal did not find (no longer running as this claim) is lost.
+   */
+  void renewed(List<LocalTask> tasks, Map<Long, Boolean> renewed, long sent, boolean missingIsLost) {
+    for (LocalTask t : tasks) {
+      Boolean cancel = renewed.get(t.id());
+      if (cancel == null) {
+        if (missingIsLost) {
+          t.requestStop(LocalTask.Stop.LOST);
+        }
+        continue;
+      }
+      t.leaseRenewed(sent);
+      if (cancel) {
+        t.requestStop(LocalTask.Stop.CANCELLED);
+      }
     }
   }
 

@@ -7,10 +7,8 @@ import dev.pgtask.internal.sql.ExecuteQueries.Fence;
 import dev.pgtask.internal.sql.ExecuteQueries.HeldState;
 import dev.pgtask.internal.sql.Sql;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -107,13 +105,8 @@ final class LeaseKeeper extends Service {
     held.forEach(t -> ids.add(t.id()));
     long sent = System.nanoTime();
     try {
-      Set<Long> renewed = new HashSet<>(ExecuteQueries.extendLeases(Sql.using(config.dataSource()),
-          config.workerId(), ids, config.leaseDuration()));
-      for (LocalTask t : held) {
-        if (renewed.contains(t.id())) {
-          t.leaseRenewed(sent);
-        }
-      }
+      executor.renewed(held, ExecuteQueries.extendLeases(Sql.using(config.dataSource()),
+          config.workerId(), ids, config.leaseDuration()), sent, false);
     } catch (RuntimeException e) {
       log.warn("pgtask: renewing the leases of {} task(s) failed: {}", ids.size(), e.getMessage());
     }

@@ -56,6 +56,9 @@ final class LocalTask implements TaskContext {
   // written by the listener: a cancellation hint named this task; its start is checked first
   private volatile boolean suspect;
 
+  // whether the executor still counts it against its capacity; cleared once (see Executor.freeSlot)
+  private final java.util.concurrent.atomic.AtomicBoolean slot = new java.util.concurrent.atomic.AtomicBoolean(true);
+
   // guarded by this
   private Stop stop = Stop.NONE;
   private Thread runner;
@@ -161,6 +164,15 @@ final class LocalTask implements TaskContext {
 
   void markSuspect() {
     suspect = true;
+  }
+
+  /** Frees its capacity slot; true the first time only. */
+  boolean freeSlot() {
+    return slot.compareAndSet(true, false);
+  }
+
+  void clearSuspect() {
+    suspect = false;
   }
 
   // ---- TaskContext, for the handler ----

@@ -311,17 +311,21 @@ public final class ExecuteQueries {
 
   /**
    * Extends the claim lease of tasks this worker holds without a transaction (plain-mode tasks,
-   * claimed tasks waiting to start); returns the ids renewed (a task missing is no longer this
-   * worker's, or is locked by a transaction). Locks: those rows, briefly.
+   * claimed tasks waiting to start); returns the ids renewed, each with whether a cancel request
+   * stands for its attempt (a task missing is no longer this worker's, or is locked by a
+   * transaction). A renewal is also a check: it proves the task still running as this claim.
+   * Locks: those rows, briefly.
    */
-  public static List<Long> extendLeases(DSLContext dsl, String owner, java.util.Collection<Long> ids, Duration lease) {
+  public static Map<Long, Boolean> extendLeases(DSLContext dsl, String owner, java.util.Collection<Long> ids,
+      Duration lease) {
     if (ids.isEmpty()) {
-      return List.of();
+      return Map.of();
     }
     // SKIP LOCKED: a row locked by a task transaction is alive anyway, and waiting for it could
     // deadlock with that transaction's next lock
     var held = TASK.as("h");
-    return dsl.update(TASK)
+    Map<Long, Boolean> renewed = new java.util.HashMap<>();
+    dsl.update(TASK)
         .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
         .where(TASK.ID.in(DSL.select(held.ID).from(held)
             .where(held.ID.in(ids))
@@ -329,9 +333,12 @@ public final class ExecuteQueries {
             .and(held.OWNER.eq(owner))
             .forNoKeyUpdate()
             .skipLocked()))
-        .returning(TASK.ID)
-        .fetch(TASK.ID);
+        .returningResult(TASK.ID, DSL.field(cancelRequested()))
+        .fetch()
+        .forEach(r -> renewed.put(r.value1(), Boolean.TRUE.equals(r.value2())));
+    return renewed;
   }
+
 
 
   /** What {@link #checkHeld} found about a task this worker holds. */
