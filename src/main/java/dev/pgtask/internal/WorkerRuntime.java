@@ -61,8 +61,9 @@ public final class WorkerRuntime {
       started = true;
       register();
       executor.startAll();
-      producer.start();
       listener.start();
+      awaitListening();
+      producer.start();
       // also before the listener has connected: a cancellation it could not hear then is read
       // from pgtask.cancel_request when it does
       localWakeRegistration = LocalWake.register(config.dataSource(), config.queues(), producer::wake);
@@ -71,6 +72,27 @@ public final class WorkerRuntime {
           config.queues(), config.concurrency(), config.kinds());
     }
   }
+
+  /**
+   * Waits, for at most {@value #LISTEN_WAIT_MILLIS} ms, for the listener to listen before the
+   * first claim: a task claimed while it listens may start without a check of its own (see
+   * {@code Executor}), so a worker that claimed first would check each of its first tasks. A
+   * listener that cannot connect does not hold the worker up any longer: it works by polling and
+   * checks each plain task before it starts.
+   */
+  private void awaitListening() {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(LISTEN_WAIT_MILLIS);
+    while (listener.listeningSince() == 0 && System.nanoTime() - deadline < 0) {
+      try {
+        Thread.sleep(2);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+
+  private static final long LISTEN_WAIT_MILLIS = 2_000;
 
   public void shutdown() {
     synchronized (lifecycle) {
