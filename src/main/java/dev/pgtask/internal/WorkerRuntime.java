@@ -50,6 +50,7 @@ public final class WorkerRuntime {
     this.producer = new Producer(config, stats, executor);
     this.listener = new Listener(config, producer::wake, executor::hint, executor::checkHeldNow);
     executor.listeningSince(listener::listeningSince);
+    executor.onDueIn(producer::dueIn);
     this.maintenance = new Maintenance(config, stats, producer::wake, this::heartbeat);
   }
 

@@ -113,6 +113,24 @@ class WorkerTest {
   }
 
   @Test
+  void aRetryStartsWhenItsBackoffEndsNotAtTheNextPoll() throws SQLException {
+    java.util.Map<Integer, Long> startedAt = new java.util.concurrent.ConcurrentHashMap<>();
+    Duration poll = Duration.ofSeconds(5); // the default: a retry found by the poll starts 4.5 to 5 s later
+    start(PgTaskWorker.builder(queue.pool()).concurrency(2).pollInterval(poll).shutdownTimeout(Duration.ofSeconds(5))
+        .handler("test.soon_again", (ctx, payload) -> {
+          startedAt.put(ctx.attempt(), System.nanoTime());
+          if (ctx.attempt() == 1) {
+            throw new dev.pgtask.RetryTaskException(Duration.ofMillis(500), "again in half a second");
+          }
+        }));
+    long id = queue.pgtask().enqueue(NewTask.of("test.soon_again", null));
+    await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
+    long apartMillis = (startedAt.get(2) - startedAt.get(1)) / 1_000_000;
+    assertThat(apartMillis).as("ms between the first attempt and its retry after a 500 ms backoff")
+        .isBetween(450L, 2_500L);
+  }
+
+  @Test
   void aRetryAtAnInstantRunsAtThatInstantAsGivenNotAsADelayOnTheJvmClock() throws SQLException {
     java.time.Instant at = java.time.Instant.parse("2099-01-02T03:04:05.678901Z");
     start(worker().handler("test.retry_at", (ctx, payload) -> {

@@ -128,6 +128,11 @@ public final class Executor extends Service {
     this.listeningSince = since;
   }
 
+  /** Where to say that a task this worker put back is due again after a delay (the producer's timer). */
+  public void onDueIn(java.util.function.Consumer<Duration> dueIn) {
+    writer.onDueIn(dueIn);
+  }
+
   // ---- the claim's side ----
 
   /**
@@ -740,14 +745,12 @@ public final class Executor extends Service {
     }
     if (!again.isEmpty()) {
       // their rows are unlocked now: keep their leases from running out while they wait
-      List<Long> ids = new ArrayList<>();
-      again.forEach(t -> ids.add(t.id()));
       long sent = System.nanoTime();
       try {
-        renewed(again, ExecuteQueries.extendLeases(Sql.using(config.dataSource()), config.workerId(), ids,
+        renewed(again, ExecuteQueries.extendLeases(Sql.using(config.dataSource()), fences(again),
             config.leaseDuration()), sent, false);
       } catch (RuntimeException e) {
-        log.warn("pgtask: renewing the leases of {} task(s) failed: {}", ids.size(), e.getMessage());
+        log.warn("pgtask: renewing the leases of {} task(s) failed: {}", again.size(), e.getMessage());
       }
       for (LocalTask t : again) {
         t.requeued();
@@ -848,15 +851,13 @@ public final class Executor extends Service {
         }
       }
     }
-    List<Long> ids = new ArrayList<>(batch.size());
     for (LocalTask b : batch) {
       b.clearSuspect(); // before the read: a hint arriving from now on marks it again
-      ids.add(b.id());
     }
     try {
       for (int round = 0; ; round++) {
         long sent = System.nanoTime();
-        Map<Long, Boolean> found = ExecuteQueries.extendLeases(Sql.using(config.dataSource()), config.workerId(), ids,
+        Map<Long, Boolean> found = ExecuteQueries.extendLeases(Sql.using(config.dataSource()), fences(batch),
             config.leaseDuration());
         renewed(batch, found, sent, false);
         if (found.containsKey(t.id())) {
@@ -877,7 +878,6 @@ public final class Executor extends Service {
         if (round == 4) {
           return true; // ours as of the read just made
         }
-        ids = List.of(t.id());
         batch = List.of(t);
         Thread.sleep(2);
       }
@@ -896,6 +896,12 @@ public final class Executor extends Service {
       ready.addLast(t);
       return false;
     }
+  }
+
+  static List<ExecuteQueries.Fence> fences(List<LocalTask> tasks) {
+    List<ExecuteQueries.Fence> out = new ArrayList<>(tasks.size());
+    tasks.forEach(t -> out.add(t.fence));
+    return out;
   }
 
   /**

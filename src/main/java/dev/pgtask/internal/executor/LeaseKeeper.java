@@ -101,14 +101,12 @@ final class LeaseKeeper extends Service {
     if (held.isEmpty()) {
       return;
     }
-    List<Long> ids = new ArrayList<>(held.size());
-    held.forEach(t -> ids.add(t.id()));
     long sent = System.nanoTime();
     try {
       executor.renewed(held, ExecuteQueries.extendLeases(Sql.using(config.dataSource()),
-          config.workerId(), ids, config.leaseDuration()), sent, false);
+          Executor.fences(held), config.leaseDuration()), sent, false);
     } catch (RuntimeException e) {
-      log.warn("pgtask: renewing the leases of {} task(s) failed: {}", ids.size(), e.getMessage());
+      log.warn("pgtask: renewing the leases of {} task(s) failed: {}", held.size(), e.getMessage());
     }
   }
 

@@ -16,10 +16,16 @@ final class OutcomeWriter {
 
   private final WorkerConfig config;
   private final WorkerStats stats;
+  private volatile java.util.function.Consumer<Duration> dueIn = d -> { };
 
   OutcomeWriter(WorkerConfig config, WorkerStats stats) {
     this.config = config;
     this.stats = stats;
+  }
+
+  /** Told when an outcome just made durable puts its task back to run after a delay. */
+  void onDueIn(java.util.function.Consumer<Duration> dueIn) {
+    this.dueIn = dueIn;
   }
 
   /**
@@ -57,6 +63,13 @@ final class OutcomeWriter {
   void count(LocalTask t, Outcome o, TaskState result, long startNanos) {
     if (o instanceof Outcome.Lost) {
       return;
+    }
+    if (result == TaskState.retryable || result == TaskState.available) {
+      // back in the queue, due after this delay: the producer claims then, not at its next poll
+      Duration delay = o instanceof Outcome.Failed f
+          ? (f.retryAt() != null ? Duration.between(java.time.Instant.now(), f.retryAt()) : f.retryDelay())
+          : o instanceof Outcome.Snoozed s ? s.delay() : o instanceof Outcome.Deferred d ? d.delay() : Duration.ZERO;
+      dueIn.accept(delay);
     }
     if (o instanceof Outcome.Deferred) {
       stats.deferred.incrementAndGet();

@@ -47,6 +47,13 @@ public final class Producer extends Service {
   private final List<String> plainKinds;
   private final boolean startHeads;
   private final org.postgresql.util.PGobject serverTimeouts;
+  // one timer for the earliest due time this worker knows of (a retry, snooze or deferral it wrote)
+  private final java.util.concurrent.ScheduledThreadPoolExecutor timer;
+  private java.util.concurrent.ScheduledFuture<?> nextDue; // guarded by timer
+  private long nextDueNanos; // guarded by timer
+  // the later known due times, earliest first (bounded: beyond it, the poll finds them)
+  private final java.util.PriorityQueue<Long> laterDue = new java.util.PriorityQueue<>(); // guarded by timer
+  private static final int MAX_KNOWN_DUE = 10_000;
 
   public Producer(WorkerConfig config, WorkerStats stats, Executor executor) {
     super("pgtask-producer-" + config.workerId(), 1);
@@ -57,10 +64,67 @@ public final class Producer extends Service {
     this.plainKinds = executor.plainKinds();
     this.startHeads = plainKinds.size() < kinds.size();
     this.serverTimeouts = executor.serverTimeouts();
+    this.timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, "pgtask-due-" + config.workerId());
+      t.setDaemon(true);
+      return t;
+    });
+    timer.setRemoveOnCancelPolicy(true);
+  }
+
+  /** Margin after a due time before the claim: the database's clock decides, a little late is fine. */
+  private static final long DUE_MARGIN_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+  /**
+   * A task of this worker's queues becomes due in {@code delay} (a retry, snooze or deferral this
+   * worker just wrote): claim then instead of at the next poll. One timer, for the earliest such
+   * time; a later one waits for the claim loop that the earlier wake-up starts.
+   */
+  public void dueIn(java.time.Duration delay) {
+    long at = System.nanoTime() + Math.max(0, delay.toNanos()) + DUE_MARGIN_NANOS;
+    synchronized (timer) {
+      if (timer.isShutdown()) {
+        return;
+      }
+      if (nextDue != null && !nextDue.isDone()) {
+        if (nextDueNanos - at <= 0) {
+          if (laterDue.size() < MAX_KNOWN_DUE) {
+            laterDue.add(at);
+          }
+          return;
+        }
+        nextDue.cancel(false);
+        laterDue.add(nextDueNanos);
+      }
+      schedule(at);
+    }
+  }
+
+  private void schedule(long at) { // holding timer
+    nextDueNanos = at;
+    nextDue = timer.schedule(this::dueNow, Math.max(0, at - System.nanoTime()), TimeUnit.NANOSECONDS);
+  }
+
+  /** The timer fired: claim now, and set the timer for the next known due time. */
+  private void dueNow() {
+    wake();
+    synchronized (timer) {
+      long now = System.nanoTime();
+      while (!laterDue.isEmpty() && laterDue.peek() - now <= 0) {
+        laterDue.poll(); // due by now: the claim just asked for finds it
+      }
+      nextDue = null;
+      if (!laterDue.isEmpty() && !timer.isShutdown()) {
+        schedule(laterDue.poll());
+      }
+    }
   }
 
   @Override
   protected void onStop() {
+    synchronized (timer) {
+      timer.shutdownNow();
+    }
     wake();
     interruptThreads();
   }

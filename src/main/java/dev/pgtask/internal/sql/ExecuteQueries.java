@@ -316,21 +316,32 @@ public final class ExecuteQueries {
    * transaction). A renewal is also a check: it proves the task still running as this claim.
    * Locks: those rows, briefly.
    */
-  public static Map<Long, Boolean> extendLeases(DSLContext dsl, String owner, java.util.Collection<Long> ids,
-      Duration lease) {
-    if (ids.isEmpty()) {
+  public static Map<Long, Boolean> extendLeases(DSLContext dsl, java.util.List<Fence> held, Duration lease) {
+    if (held.isEmpty()) {
       return Map.of();
+    }
+    String owner = held.get(0).owner();
+    java.util.List<Long> ids = new java.util.ArrayList<>(held.size());
+    held.forEach(f -> ids.add(f.id()));
+    JSONB attempts;
+    try {
+      attempts = JSONB.valueOf(attemptMap(held).getValue());
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
     }
     // SKIP LOCKED: a row locked by a task transaction is alive anyway, and waiting for it could
     // deadlock with that transaction's next lock
-    var held = TASK.as("h");
+    var h = TASK.as("h");
     Map<Long, Boolean> renewed = new java.util.HashMap<>();
     dsl.update(TASK)
         .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
-        .where(TASK.ID.in(DSL.select(held.ID).from(held)
-            .where(held.ID.in(ids))
-            .and(runningById(held))
-            .and(held.OWNER.eq(owner))
+        .where(TASK.ID.in(DSL.select(h.ID).from(h)
+            .where(h.ID.in(ids))
+            .and(runningById(h))
+            .and(h.OWNER.eq(owner))
+            // fenced by attempt too: the same worker may hold a newer claim of a rescued task
+            .and(h.ATTEMPT.eq(DSL.field("({0} ->> {1})::integer", SQLDataType.INTEGER, DSL.val(attempts),
+                h.ID.cast(SQLDataType.CLOB))))
             .forNoKeyUpdate()
             .skipLocked()))
         .returningResult(TASK.ID, DSL.field(cancelRequested()))
