@@ -344,8 +344,20 @@ public final class Executor extends Service {
     keeper.check();
   }
 
-  /** Applies what {@link ExecuteQueries#checkHeld} found. */
-  void apply(Map<Long, HeldState> found) {
+  private final java.util.concurrent.atomic.AtomicLong checks = new java.util.concurrent.atomic.AtomicLong();
+  private long lastAppliedCheck; // guarded by registry
+
+  /** A held-task check is about to read: its number, for {@link #apply}. */
+  long checkStarting() {
+    return checks.incrementAndGet();
+  }
+
+  /**
+   * Applies what {@link ExecuteQueries#checkHeld} found in check number {@code check}. Stop requests
+   * apply whatever the order; the verified requests for unregistered claims are replaced only by a
+   * check that started later than the one that last replaced them.
+   */
+  void apply(Map<Long, HeldState> found, long check) {
     synchronized (registry) {
       Set<Long> unregistered = new HashSet<>();
       found.forEach((id, state) -> {
@@ -362,7 +374,12 @@ public final class Executor extends Service {
               stop == LocalTask.Stop.CANCELLED ? "cancellation requested; stopping it" : "no longer this worker's; stopping it");
         }
       });
-      verifiedCancels = unregistered;
+      if (check > lastAppliedCheck) {
+        lastAppliedCheck = check;
+        verifiedCancels = unregistered;
+      } else {
+        verifiedCancels.addAll(unregistered);
+      }
     }
   }
 

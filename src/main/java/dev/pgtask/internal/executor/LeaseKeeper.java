@@ -114,14 +114,15 @@ final class LeaseKeeper extends Service {
   void check() {
     List<LocalTask> held = executor.held();
     if (held.isEmpty() && !executor.claimInFlight()) {
-      executor.apply(Map.of()); // nothing held, nothing on its way: nothing to read
+      executor.apply(Map.of(), executor.checkStarting()); // nothing held, nothing on its way: nothing to read
       return;
     }
+    long started = executor.checkStarting();
     List<Fence> fences = new ArrayList<>(held.size());
     held.forEach(t -> fences.add(t.fence));
     try {
       Map<Long, HeldState> found = ExecuteQueries.checkHeld(Sql.using(config.dataSource()), config.workerId(), fences);
-      executor.apply(found);
+      executor.apply(found, started);
     } catch (Exception e) {
       log.warn("pgtask: reading the cancel requests of this worker's tasks failed ({}); trying again at the next check",
           e.getMessage());
