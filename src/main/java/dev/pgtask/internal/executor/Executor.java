@@ -1010,13 +1010,8 @@ public final class Executor extends Service {
 
   /** The server-side statement and idle timeouts of a task transaction: a little above the task timeout. */
   private long serverTimeoutMillis(HandlerEntry<?> handler) {
-    long t = (handler.options().timeout() != null ? handler.options().timeout() : config.taskTimeout()).toMillis();
+    long t = outcomes.timeout(handler).toMillis();
     return t + Math.max(5_000, t / 10);
-  }
-
-  /** Exponential backoff with ±10% jitter (for tests of the policy). */
-  Duration backoff(int attempt) {
-    return outcomes.backoff(attempt);
   }
 
   private static void withMdc(LocalTask t, Runnable r) {

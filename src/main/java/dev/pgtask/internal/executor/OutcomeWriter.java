@@ -65,7 +65,9 @@ final class OutcomeWriter {
       return;
     }
     if (result == TaskState.retryable || result == TaskState.available) {
-      // back in the queue, due after this delay: the producer claims then, not at its next poll
+      // back in the queue, due after this delay: the producer claims then, not at its next poll.
+      // For a retry at an instant, this JVM's clock only times the wake-up; run_at (written as given)
+      // and the database's clock decide when the task is due
       Duration delay = o instanceof Outcome.Failed f
           ? (f.retryAt() != null ? Duration.between(java.time.Instant.now(), f.retryAt()) : f.retryDelay())
           : o instanceof Outcome.Snoozed s ? s.delay() : o instanceof Outcome.Deferred d ? d.delay() : Duration.ZERO;

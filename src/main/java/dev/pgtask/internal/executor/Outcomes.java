@@ -68,7 +68,11 @@ final class Outcomes {
   }
 
   Duration timeout(LocalTask t) {
-    var h = config.handlers().get(t.claimed.kind());
+    return timeout(config.handlers().get(t.claimed.kind()));
+  }
+
+  /** A kind's task timeout: its handler's own, or the worker's. */
+  Duration timeout(dev.pgtask.internal.HandlerEntry<?> h) {
     return h != null && h.options().timeout() != null ? h.options().timeout() : config.taskTimeout();
   }
 
