@@ -7,6 +7,7 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
+import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Settings;
@@ -142,6 +143,11 @@ public class Pgtask extends SchemaImpl {
     public final Health HEALTH = Health.HEALTH;
 
     /**
+     * The table <code>pgtask.paused_queue</code>.
+     */
+    public final PausedQueue PAUSED_QUEUE = PausedQueue.PAUSED_QUEUE;
+
+    /**
      * The table <code>pgtask.queue_summary</code>.
      */
     public final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
@@ -218,6 +224,7 @@ public class Pgtask extends SchemaImpl {
             CancelRequest.CANCEL_REQUEST,
             EnqueueBatch.ENQUEUE_BATCH,
             Health.HEALTH,
+            PausedQueue.PAUSED_QUEUE,
             QueueSummary.QUEUE_SUMMARY,
             Running.RUNNING,
             Settings.SETTINGS,

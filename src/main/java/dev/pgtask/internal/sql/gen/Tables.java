@@ -7,6 +7,7 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
+import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Settings;
@@ -127,6 +128,11 @@ public class Tables {
      * The table <code>pgtask.health</code>.
      */
     public static final Health HEALTH = Health.HEALTH;
+
+    /**
+     * The table <code>pgtask.paused_queue</code>.
+     */
+    public static final PausedQueue PAUSED_QUEUE = PausedQueue.PAUSED_QUEUE;
 
     /**
      * The table <code>pgtask.queue_summary</code>.
