@@ -49,6 +49,7 @@ AS $$
 DECLARE
   v_count integer;
   v_queues text[];
+  v_run_ats timestamptz[];
 BEGIN
   WITH pairs AS (
     SELECT DISTINCT x.tenant_id, x.queue
@@ -76,11 +77,11 @@ BEGIN
     UPDATE pgtask.task t SET blocked = false
     FROM picked p
     WHERE t.id = p.id
-    RETURNING t.queue
+    RETURNING t.queue, t.run_at
   )
-  SELECT count(*)::integer, array_agg(DISTINCT p.queue) INTO v_count, v_queues FROM promoted p;
+  SELECT count(*)::integer, array_agg(p.queue), array_agg(p.run_at) INTO v_count, v_queues, v_run_ats FROM promoted p;
   IF v_count > 0 THEN
-    PERFORM pg_notify('pgtask', q) FROM unnest(v_queues) AS q;
+    PERFORM pgtask.wake_queues(v_queues, v_run_ats);
   END IF;
   RETURN v_count;
 END
@@ -151,20 +152,46 @@ CREATE TRIGGER task_after_delete_head
   EXECUTE FUNCTION pgtask.task_after_head_change();
 
 -- ---------------------------------------------------------------------------------------------
--- Wake-ups: one notification per queue per transaction, payload = queue name only.
--- PostgreSQL folds identical (channel, payload) pairs of one transaction into one notification.
+-- Wake-ups on channel pgtask. Payload "<queue>": a task of that queue is due now. Payload
+-- "<queue> <ms>": the earliest of the statement's tasks in that queue is due in <ms> milliseconds
+-- (from the trigger, by the database clock; queue names have no spaces): a worker sets its one
+-- due-time timer, so a delayed task starts on time, not at the next poll. The delay is relative,
+-- so a worker whose clock differs from the server's still fires no earlier than the task is due
+-- (the notification arrives after the trigger ran). PostgreSQL folds identical (channel,
+-- payload) pairs of one transaction into one notification.
 -- ---------------------------------------------------------------------------------------------
+
+-- Wakes the queues of tasks that became claimable (parallel arrays): one notification per queue
+-- with a task due now, and one per queue for its earliest later task.
+CREATE OR REPLACE FUNCTION pgtask.wake_queues(p_queues text[], p_run_ats timestamptz[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v record;
+BEGIN
+  FOR v IN SELECT x.queue, bool_or(x.run_at <= clock_timestamp()) AS due_now,
+                  min(x.run_at) FILTER (WHERE x.run_at > clock_timestamp()) AS next_at
+           FROM unnest(p_queues, p_run_ats) AS x(queue, run_at)
+           GROUP BY x.queue LOOP
+    IF v.due_now THEN
+      PERFORM pg_notify('pgtask', v.queue);
+    END IF;
+    IF v.next_at IS NOT NULL THEN
+      PERFORM pg_notify('pgtask', v.queue || ' '
+                        || ceil(extract(epoch FROM v.next_at - clock_timestamp()) * 1000)::bigint);
+    END IF;
+  END LOOP;
+END
+$$;
 
 CREATE OR REPLACE FUNCTION pgtask.task_after_insert_notify() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-  v_queue text;
 BEGIN
-  FOR v_queue IN SELECT DISTINCT n.queue FROM new_tasks n WHERE NOT n.blocked LOOP
-    PERFORM pg_notify('pgtask', v_queue);
-  END LOOP;
+  PERFORM pgtask.wake_queues(array_agg(n.queue), array_agg(n.run_at)) FROM new_tasks n WHERE NOT n.blocked
+  HAVING count(*) > 0;
   RETURN NULL;
 END
 $$;

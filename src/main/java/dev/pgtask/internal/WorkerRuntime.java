@@ -51,6 +51,7 @@ public final class WorkerRuntime {
     this.listener = new Listener(config, producer::wake, executor::hint, executor::checkHeldNow);
     executor.listeningSince(listener::listeningSince);
     executor.onDueIn(producer::dueIn);
+    listener.onDue(producer::dueIn);
     this.maintenance = new Maintenance(config, stats, producer::wake, this::heartbeat);
   }
 

@@ -27,7 +27,9 @@ import org.slf4j.LoggerFactory;
  * ping interval; after each quiet slice send {@code SELECT 1}: a network timeout on the connection bounds it, so a
  * half-open socket is detected instead of blocking forever. Any failure closes the connection and
  * reconnects with exponential backoff (100 ms to 5 s, jittered). Notifications on {@code pgtask}
- * carry a queue name: those of this worker's queues wake the producer. Notifications on
+ * carry a queue name: those of this worker's queues wake the producer; or a queue name and a delay
+ * in milliseconds ({@code <queue> <ms>}, a task enqueued or handed on for later): those set the
+ * producer's due-time timer. Notifications on
  * {@code pgtask_control} carry {@code cancel <task id> <attempt>}: only a hint (any role may
  * NOTIFY on any channel), passed on by task id; the worker verifies it against durable state.
  *
@@ -47,6 +49,7 @@ public final class Listener extends Service {
   private final Runnable onWake;
   private final CancelSink onCancel;
   private final Runnable onListening;
+  private volatile java.util.function.Consumer<java.time.Duration> onDue = d -> { };
   private final Set<String> queues;
   private final AtomicLong reconnects = new AtomicLong();
   private final java.util.concurrent.ExecutorService networkTimeoutExecutor = Executors.newSingleThreadExecutor(r -> {
@@ -56,6 +59,24 @@ public final class Listener extends Service {
   });
   private volatile Connection connection;
   private volatile long listeningSince;
+
+  /** Receives "a task of one of this worker's queues is due in this long" (payload {@code <queue> <ms>}). */
+  public void onDue(java.util.function.Consumer<java.time.Duration> onDue) {
+    this.onDue = onDue;
+  }
+
+  private void dueLater(String millis) {
+    long ms;
+    try {
+      ms = Long.parseLong(millis);
+    } catch (NumberFormatException e) {
+      return; // not pgtask's (any role may NOTIFY on any channel): the poll still finds its tasks
+    }
+    // beyond a day the poll finds it long before; a negative delay means due now
+    if (ms <= 86_400_000L) {
+      onDue.accept(java.time.Duration.ofMillis(Math.max(0, ms)));
+    }
+  }
 
   /** Receives the cancellation hints sent on {@link #CONTROL_CHANNEL}. */
   @FunctionalInterface
@@ -142,7 +163,13 @@ public final class Listener extends Service {
           boolean wake = false;
           for (PGNotification n : notes) {
             if (CHANNEL.equals(n.getName())) {
-              wake |= queues.contains(n.getParameter());
+              String payload = n.getParameter();
+              int space = payload.indexOf(' ');
+              if (space < 0) {
+                wake |= queues.contains(payload);
+              } else if (queues.contains(payload.substring(0, space))) {
+                dueLater(payload.substring(space + 1));
+              }
             } else if (CONTROL_CHANNEL.equals(n.getName())) {
               handleControl(n.getParameter());
             }

@@ -77,8 +77,9 @@ public final class Producer extends Service {
 
   /**
    * A task of this worker's queues becomes due in {@code delay} (a retry, snooze or deferral this
-   * worker just wrote): claim then instead of at the next poll. One timer, for the earliest such
-   * time; a later one waits for the claim loop that the earlier wake-up starts.
+   * worker just wrote, or a wake-up notification {@code <queue> <ms>}: a task enqueued or handed
+   * its tenant's head for later, by anyone): claim then instead of at the next poll. One timer,
+   * for the earliest such time; the later ones wait, earliest first, behind it.
    */
   public void dueIn(java.time.Duration delay) {
     long at = System.nanoTime() + Math.max(0, delay.toNanos()) + DUE_MARGIN_NANOS;
