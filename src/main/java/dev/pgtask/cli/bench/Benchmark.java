@@ -51,6 +51,10 @@ public final class Benchmark {
     }
   }
 
+  /** The measurements, by the keys of {@code --only} (and of the summary line, where they appear in it). */
+  public static final List<String> KEYS = List.of("warmup", "plain_floor", "tx_floor", "batched_floor", "plain",
+      "defaults", "batched", "enqueue", "notify", "idle", "delayed", "sustained");
+
   // the JIT keeps compiling the worker's hot path for the first few tens of thousands of tasks
   private static final int WARM_UP_TASKS = 20_000;
 
@@ -60,7 +64,16 @@ public final class Benchmark {
   private final PrintStream out;
   private final List<String[]> table = new ArrayList<>();
 
-  public Benchmark(String url, Properties props, boolean quick, PrintStream out) {
+  private final java.util.Set<String> only;
+
+  /** {@code only}: the measurements to run, by key (empty: all); see {@link #KEYS}. */
+  public Benchmark(String url, Properties props, boolean quick, java.util.Set<String> only, PrintStream out) {
+    this.only = java.util.Set.copyOf(only);
+    for (String key : only) {
+      if (!KEYS.contains(key)) {
+        throw new IllegalArgumentException("unknown measurement '" + key + "'; known: " + String.join(", ", KEYS));
+      }
+    }
     this.url = url;
     this.props = props;
     this.sizes = quick ? Sizes.quick() : Sizes.full();
@@ -76,49 +89,52 @@ public final class Benchmark {
 
       // untimed drains first: a long-running worker has its hot path compiled; a fresh JVM has not
       out.printf(Locale.ROOT, "warm-up: untimed drains of %d tasks, two per mode%n", WARM_UP_TASKS);
-      for (int i = 0; i < 2; i++) {
+      for (int i = 0; i < (selected("warmup") ? 2 : 0); i++) {
         out.printf(Locale.ROOT, "  warm-up %d: plain %.0f/s, transactional batched %.0f/s%n", i + 1,
             drain(pool, pgtask, 10, Mode.PLAIN, WARM_UP_TASKS), drain(pool, pgtask, 10, Mode.TRANSACTIONAL_BATCHED, WARM_UP_TASKS));
       }
 
       // the floors: raw SQL on a scratch table, no pgtask code (see the methods)
-      Stat plainFloor = measure("at-least-once floor: claim 50 SKIP LOCKED marking running, commit; complete them in one "
+      Stat plainFloor = measure("plain_floor", "at-least-once floor: claim 50 SKIP LOCKED marking running, commit; complete them in one "
           + "statement, commit; 8 connections", "tasks/s", run -> plainFloor(pool));
-      Stat txFloor = measure("per-task transaction floor: claim 50, commit; per task: re-lock, tenant advisory lock, "
+      Stat txFloor = measure("tx_floor", "per-task transaction floor: claim 50, commit; per task: re-lock, tenant advisory lock, "
           + "complete, commit; concurrency 10", "tasks/s", run -> transactionFloor(pool, 1));
-      Stat batchedFloor = measure("batched transaction floor: as above, 32 tasks per transaction, a savepoint each; "
+      Stat batchedFloor = measure("batched_floor", "batched transaction floor: as above, 32 tasks per transaction, a savepoint each; "
           + "concurrency 10", "tasks/s", run -> transactionFloor(pool, 32));
 
-      Stat plain10 = measure("pgtask plain mode, concurrency 10", "tasks/s",
+      Stat plain10 = measure("plain", "pgtask plain mode, concurrency 10", "tasks/s",
           run -> drain(pool, pgtask, 10, Mode.PLAIN));
-      Stat plain50 = measure("pgtask plain mode, concurrency 50", "tasks/s",
+      Stat plain50 = measure("plain", "pgtask plain mode, concurrency 50", "tasks/s",
           run -> drain(pool, pgtask, 50, Mode.PLAIN));
-      Stat defaults = measure("pgtask defaults: transactional + tenants, nothing configured (concurrency 10)", "tasks/s",
+      Stat defaults = measure("defaults", "pgtask defaults: transactional + tenants, nothing configured (concurrency 10)", "tasks/s",
           run -> drain(pool, pgtask, 10, Mode.TRANSACTIONAL_DEFAULT));
-      Stat batched10 = measure("pgtask transactional + tenants, commit batching 32, concurrency 10", "tasks/s",
+      Stat batched10 = measure("batched", "pgtask transactional + tenants, commit batching 32, concurrency 10", "tasks/s",
           run -> drain(pool, pgtask, 10, Mode.TRANSACTIONAL_BATCHED));
-      Stat batched50 = measure("pgtask transactional + tenants, commit batching 32, concurrency 50", "tasks/s",
+      Stat batched50 = measure("batched", "pgtask transactional + tenants, commit batching 32, concurrency 50", "tasks/s",
           run -> drain(pool, pgtask, 50, Mode.TRANSACTIONAL_BATCHED));
 
-      measure("enqueue: Java batch of 10000 (enqueueAll)", "tasks/s", run -> enqueueBatch(pool, pgtask));
-      Stat[] singles = singleEnqueues(pool);
+      measure("enqueue", "enqueue: Java batch of 10000 (enqueueAll)", "tasks/s", run -> enqueueBatch(pool, pgtask));
+      Stat[] singles = selected("enqueue") ? singleEnqueues(pool) : new Stat[] {SKIPPED, SKIPPED, SKIPPED};
       Stat single = singles[SingleEnqueue.FUNCTION.ordinal()];
       Stat bare = singles[SingleEnqueue.BARE_TABLE.ordinal()];
       Stat direct = singles[SingleEnqueue.DIRECT_INSERT.ordinal()];
 
       List<Double> notifyP50 = new ArrayList<>();
       List<Double> notifyP99 = new ArrayList<>();
-      for (int run = 0; run < sizes.runs(); run++) {
+      for (int run = 0; run < (selected("notify") ? sizes.runs() : 0); run++) {
         double[] q = notifyFloor(pool);
         notifyP50.add(q[0]);
         notifyP99.add(q[1]);
       }
-      Stat notifyFloorP50 = Stat.of(notifyP50);
-      row("notification floor p50: bare pg_notify, commit to receipt by a LISTENing connection", "ms", notifyFloorP50);
-      row("notification floor p99", "ms", Stat.of(notifyP99));
-      Stat[] latency = idleLatencies(pool, pgtask);
-      Stat delayed = delayedStarts(pool);
-      if (!sizes.sustained().isZero()) {
+      Stat notifyFloorP50 = SKIPPED;
+      if (!notifyP50.isEmpty()) {
+        notifyFloorP50 = Stat.of(notifyP50);
+        row("notification floor p50: bare pg_notify, commit to receipt by a LISTENing connection", "ms", notifyFloorP50);
+        row("notification floor p99", "ms", Stat.of(notifyP99));
+      }
+      Stat[] latency = selected("idle") ? idleLatencies(pool, pgtask) : new Stat[] {SKIPPED, SKIPPED, SKIPPED, SKIPPED};
+      Stat delayed = selected("delayed") ? delayedStarts(pool) : SKIPPED;
+      if (!sizes.sustained().isZero() && selected("sustained")) {
         sustained(pool, pgtask);
       }
 
@@ -169,6 +185,7 @@ public final class Benchmark {
     if (mode == Mode.TRANSACTIONAL_BATCHED) {
       b.commitBatch(32, Duration.ofMillis(50));
     }
+    CpuProbe cpu = CpuProbe.start(pool);
     long start = System.nanoTime();
     try (PgTaskWorker worker = b.build().start()) {
       if (!done.await(10, TimeUnit.MINUTES)) {
@@ -178,7 +195,9 @@ public final class Benchmark {
       while (countCompleted(pool) < n) {
         Thread.sleep(2);
       }
-      return n / ((System.nanoTime() - start) / 1e9);
+      double rate = n / ((System.nanoTime() - start) / 1e9);
+      lastCpu = perTask(cpu.stopMillis(), n);
+      return rate;
     }
   }
 
@@ -601,12 +620,44 @@ public final class Benchmark {
     double apply(int run) throws Exception;
   }
 
-  private Stat measure(String name, String unit, Run run) throws Exception {
-    List<Double> values = new ArrayList<>();
-    for (int i = 0; i < sizes.runs(); i++) {
-      values.add(run.apply(i));
+  private static final Stat SKIPPED = new Stat(Double.NaN, Double.NaN, Double.NaN);
+
+  private boolean selected(String key) {
+    return only.isEmpty() || only.contains(key);
+  }
+
+  private Stat measure(String key, String name, String unit, Run run) throws Exception {
+    if (!selected(key)) {
+      return SKIPPED;
     }
-    return report(name, unit, values);
+    List<Double> values = new ArrayList<>();
+    List<Double> clientCpu = new ArrayList<>();
+    List<Double> serverCpu = new ArrayList<>();
+    for (int i = 0; i < sizes.runs(); i++) {
+      lastCpu = null;
+      values.add(run.apply(i));
+      if (lastCpu != null) {
+        clientCpu.add(lastCpu[0]);
+        serverCpu.add(lastCpu[1]);
+      }
+    }
+    Stat s = report(name, unit, values);
+    if (!clientCpu.isEmpty()) {
+      Stat client = Stat.of(clientCpu);
+      Stat server = Stat.of(serverCpu);
+      cpuRows.add(new String[] {name, String.format(Locale.ROOT, "%.0f", client.median),
+          String.format(Locale.ROOT, "%.0f", server.median), String.format(Locale.ROOT, "%.0f", client.median + server.median)});
+      out.printf(Locale.ROOT, "  %-90s CPU per task: %.0f µs client + %.0f µs server%n", "", client.median, server.median);
+    }
+    return s;
+  }
+
+  // CPU µs per task of the last timed run, {client, server}; null if the run did not measure it
+  private double[] lastCpu;
+  private final List<String[]> cpuRows = new ArrayList<>();
+
+  private static double[] perTask(double[] millis, int tasks) {
+    return new double[] {millis[0] * 1000 / Math.max(1, tasks), millis[1] * 1000 / Math.max(1, tasks)};
   }
 
   /** Adds a table row for the runs' values and prints them as they come. */
@@ -631,6 +682,14 @@ public final class Benchmark {
     for (String[] r : table) {
       out.printf("| %s | %s | %s | %s |%n", r[0], r[1], r[2], r[3]);
     }
+    if (!cpuRows.isEmpty()) {
+      out.println();
+      out.println("| CPU per task (median of " + sizes.runs() + ") | client µs | server µs | total µs |");
+      out.println("|---|---|---|---|");
+      for (String[] r : cpuRows) {
+        out.printf("| %s | %s | %s | %s |%n", r[0], r[1], r[2], r[3]);
+      }
+    }
   }
 
   private void printMachine(HikariDataSource pool) throws SQLException {
@@ -648,6 +707,7 @@ public final class Benchmark {
     ExecutorService ex = Executors.newFixedThreadPool(threads);
     try {
       List<Future<Integer>> fs = new ArrayList<>();
+      CpuProbe cpu = CpuProbe.start(pool);
       long start = System.nanoTime();
       for (int i = 0; i < threads; i++) {
         int w = i;
@@ -657,7 +717,9 @@ public final class Benchmark {
       for (Future<Integer> f : fs) {
         total += f.get();
       }
-      return total / ((System.nanoTime() - start) / 1e9);
+      double rate = total / ((System.nanoTime() - start) / 1e9);
+      lastCpu = perTask(cpu.stopMillis(), total);
+      return rate;
     } finally {
       ex.shutdownNow();
     }
