@@ -205,12 +205,14 @@ public final class TestDatabase implements AutoCloseable {
   }
 
   /** Where the test databases live. */
-  private static final class Server {
+  static final class Server {
     final String baseUrl; // jdbc:postgresql://host:port/
     final String query; // "" or "?..."
     final String adminDb;
     final String user;
     final String password;
+    /** The embedded server behind this, when the suite started one. */
+    EmbeddedPostgres embedded;
 
     Server(String baseUrl, String query, String adminDb, String user, String password) {
       this.baseUrl = baseUrl;
@@ -247,21 +249,31 @@ public final class TestDatabase implements AutoCloseable {
     }
 
     static Server find() {
-      String embedded = System.getProperty("pgtask.test.embedded");
+      return find(System::getProperty, System.getenv(), TestcontainersServer::start);
+    }
+
+    /** The lookup order of the class comment, over explicit system properties, environment and Docker. */
+    static Server find(java.util.function.UnaryOperator<String> props, java.util.Map<String, String> envs,
+        java.util.function.Supplier<Server> dockerOrNull) {
+      java.util.function.BinaryOperator<String> env = (name, fallback) -> {
+        String v = envs.get(name);
+        return v == null || v.isBlank() ? fallback : v;
+      };
+      String embedded = props.apply("pgtask.test.embedded");
       if (embedded != null && !embedded.isBlank()) {
         return embedded(binaries(embedded.trim()), "-Dpgtask.test.embedded=" + embedded.trim());
       }
-      String explicit = System.getProperty("pgtask.test.url", System.getenv("PGTASK_TEST_URL"));
+      String explicit = props.apply("pgtask.test.url") != null ? props.apply("pgtask.test.url") : envs.get("PGTASK_TEST_URL");
       if (explicit != null && !explicit.isBlank()) {
-        Server s = fromUrl(explicit.trim());
+        Server s = fromUrl(explicit.trim(), envs);
         announce(s, "PGTASK_TEST_URL/pgtask.test.url");
         return s;
       }
-      String host = env("PGHOST", "localhost");
-      String port = env("PGPORT", "5432");
-      String user = env("PGUSER", System.getProperty("user.name"));
-      String password = System.getenv("PGPASSWORD");
-      String db = env("PGDATABASE", "postgres");
+      String host = env.apply("PGHOST", "localhost");
+      String port = env.apply("PGPORT", "5432");
+      String user = env.apply("PGUSER", props.apply("user.name"));
+      String password = envs.get("PGPASSWORD");
+      String db = env.apply("PGDATABASE", "postgres");
       Server local = new Server("jdbc:postgresql://" + host + ":" + port + "/", "", db, user, password);
       String localError;
       try (Connection c = local.connect(local.urlFor(db))) {
@@ -270,7 +282,7 @@ public final class TestDatabase implements AutoCloseable {
       } catch (SQLException e) {
         localError = e.getMessage();
       }
-      Server docker = TestcontainersServer.start();
+      Server docker = dockerOrNull.get();
       if (docker != null) {
         announce(docker, "Testcontainers");
         return docker;
@@ -297,7 +309,9 @@ public final class TestDatabase implements AutoCloseable {
         throw new IllegalStateException(e.getMessage(), e);
       }
       System.out.println("pgtask tests: started " + pg.describe() + " (" + why + "); stopped when the tests end");
-      return of(pg);
+      Server s = of(pg);
+      s.embedded = pg;
+      return s;
     }
 
     private static void announce(Server s, String how) {
@@ -313,6 +327,10 @@ public final class TestDatabase implements AutoCloseable {
     }
 
     static Server fromUrl(String url) {
+      return fromUrl(url, System.getenv());
+    }
+
+    static Server fromUrl(String url, java.util.Map<String, String> envs) {
       // jdbc:postgresql://host:port/db?user=...&password=...
       int q = url.indexOf('?');
       String query = q < 0 ? "" : url.substring(q);
@@ -320,8 +338,9 @@ public final class TestDatabase implements AutoCloseable {
       int slash = noQuery.indexOf('/', "jdbc:postgresql://".length());
       String base = slash < 0 ? noQuery + "/" : noQuery.substring(0, slash + 1);
       String db = slash < 0 || slash == noQuery.length() - 1 ? "postgres" : noQuery.substring(slash + 1);
-      String user = param(query, "user", env("PGUSER", System.getProperty("user.name")));
-      String password = param(query, "password", System.getenv("PGPASSWORD"));
+      String pgUser = envs.get("PGUSER");
+      String user = param(query, "user", pgUser == null || pgUser.isBlank() ? System.getProperty("user.name") : pgUser);
+      String password = param(query, "password", envs.get("PGPASSWORD"));
       // the credentials are passed as connection properties, never in the URL: a URL's user would
       // win over the role a test connects as (connectAs)
       return new Server(base, withoutCredentials(query), db, user, password);
@@ -354,10 +373,6 @@ public final class TestDatabase implements AutoCloseable {
       return fallback;
     }
 
-    private static String env(String name, String fallback) {
-      String v = System.getenv(name);
-      return v == null || v.isBlank() ? fallback : v;
-    }
   }
 
   /** Testcontainers, used only when no server was configured or found and Docker is there. */
