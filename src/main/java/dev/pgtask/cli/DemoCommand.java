@@ -79,6 +79,11 @@ public final class DemoCommand implements Callable<Integer> {
       description = "Give up (exit 1) when the tasks are not all done after this. Default: 3m.")
   Duration timeout = Duration.ofMinutes(3);
 
+  @Option(names = "--embedded", description = "Run on an embedded PostgreSQL started for the demo (in a scratch"
+      + " directory, stopped at the end), whatever server is configured. Without it the demo starts one only when"
+      + " no server is configured (--url, PGTASK_URL, PG* variables) and none answers on localhost:5432.")
+  boolean embedded;
+
   @Spec
   CommandSpec spec;
 
@@ -89,9 +94,19 @@ public final class DemoCommand implements Callable<Integer> {
     validate();
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
-    ConnectionSettings settings = connection.settings();
-    settings.checkReachable("pgtask demo");
+    dev.pgtask.internal.embedded.EmbeddedPostgres[] server = new dev.pgtask.internal.embedded.EmbeddedPostgres[1];
+    ConnectionSettings settings = EmbeddedServer.choose(connection.settings(), System.getenv(), embedded, server, out);
+    try {
+      return run(settings, out, err);
+    } finally {
+      if (server[0] != null) {
+        stopWorkers();
+        server[0].close();
+      }
+    }
+  }
 
+  private int run(ConnectionSettings settings, PrintWriter out, PrintWriter err) throws Exception {
     Thread hook = new Thread(this::stopWorkers, "pgtask-demo-cleanup");
     Runtime.getRuntime().addShutdownHook(hook);
     try (HikariDataSource pool = settings.openPool("pgtask-demo", 3, "pgtask demo")) {

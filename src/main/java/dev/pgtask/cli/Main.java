@@ -187,6 +187,7 @@ public final class Main implements Runnable {
     setDefault(p + "log.org.flywaydb", verbose ? "info" : "warn");
     setDefault(p + "log.org.jooq", verbose ? "info" : "warn");
     setDefault(p + "log.org.postgresql", verbose ? "info" : "warn");
+    setDefault(p + "log.io.zonky", verbose ? "info" : "warn");
   }
 
   private static void setDefault(String key, String value) {

@@ -123,6 +123,22 @@ class DemoCommandIT {
   }
 
   @Test
+  void onAnEmbeddedServerTheDemoPassesAndStopsTheServerAfterwards() throws Exception {
+    CliRun run = CliRun.of("demo", "--embedded", "--tasks", "200", "--tenants", "10", "--workers", "2");
+    assertThat(run.exitCode()).as("demo exit code; stdout:%n%s%nstderr:%n%s", run.out(), run.err()).isEqualTo(ExitCodes.OK);
+    Matcher line = Pattern.compile("pgtask demo: --embedded: started embedded PostgreSQL \\S+ on 127\\.0\\.0\\.1:(\\d+) "
+        + "\\(data in (\\S+?)[,)].*; stopped and deleted when the demo ends").matcher(run.out());
+    assertThat(line.find()).as("the one line about the embedded server in:%n%s", run.out()).isTrue();
+    assertThat(run.out()).contains("pgtask demo on jdbc:postgresql://127.0.0.1:" + line.group(1) + "/postgres")
+        .contains("executed exactly once:  yes (200 executions of 200 tasks; 0 duplicated, 0 missing)")
+        .contains("result:                 OK, every invariant held");
+    assertThat(Files.exists(Path.of(line.group(2)))).as("scratch directory %s deleted", line.group(2)).isFalse();
+    List<ProcessHandle> leftovers = ProcessHandle.allProcesses()
+        .filter(p -> p.isAlive() && p.info().commandLine().orElse("").contains(line.group(2))).toList();
+    assertThat(leftovers).as("server processes of the embedded data directory still alive").isEmpty();
+  }
+
+  @Test
   void withNoServerItSaysInOneLineHowToPointItAtOne() {
     CliRun run = CliRun.of("demo", "--url", "jdbc:postgresql://127.0.0.1:1/nowhere?user=x");
     assertThat(run.exitCode()).isEqualTo(ExitCodes.CANNOT_CONNECT);

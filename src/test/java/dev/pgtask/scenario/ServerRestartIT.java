@@ -8,7 +8,8 @@ import static org.awaitility.Awaitility.await;
 import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.TestDatabase;
 import dev.pgtask.testsupport.WorkerProcess;
-import java.io.File;
+import dev.pgtask.internal.embedded.EmbeddedPostgres;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,59 +26,78 @@ import org.junit.jupiter.api.Test;
  * sessions reconnect by themselves, the interrupted tasks are rescued after their lease, and
  * everything drains, exactly once.
  *
- * <p>Restarts the local cluster with {@code pg_ctlcluster --skip-systemctl-redirect 15 main restart
- * -m fast} (override: {@code -Dpgtask.restart.command="..."}). Skipped, with the reason printed, when
- * the test server is not local ({@code PGTASK_TEST_URL}/{@code -Dpgtask.test.url} set), when
- * {@code pg_ctlcluster} is missing, or with {@code -Dpgtask.restart.skip=true}. Other suites running
- * against the same server at that moment see their connections drop: keep it to this one test.
+ * <p>The server restarted is one this test starts for itself: an embedded PostgreSQL of the suite's
+ * version ({@link TestDatabase#embeddedBinaries()}), on its own port and data directory, restarted
+ * with {@code pg_ctl restart -m fast}; the server the rest of the suite uses (possibly the user's)
+ * is never touched. Opt-in, to restart the suite's own server instead (e.g. a machine's cluster):
+ * {@code -Dpgtask.restart.command="pg_ctlcluster --skip-systemctl-redirect 15 main restart -m fast"};
+ * every other client of that server sees its connections drop. {@code -Dpgtask.restart.skip=true}
+ * skips the test.
  */
 class ServerRestartIT {
 
-  static final String DEFAULT_RESTART = "pg_ctlcluster --skip-systemctl-redirect 15 main restart -m fast";
-
+  static EmbeddedPostgres own;
   static TestDatabase db;
   static Db sql;
   final List<WorkerProcess> workers = new ArrayList<>();
 
   @BeforeAll
-  static void setUp() {
-    db = TestDatabase.create("server_restart");
+  static void setUp() throws IOException {
+    if (Boolean.getBoolean("pgtask.restart.skip")) {
+      System.out.println("ServerRestartIT skipped: -Dpgtask.restart.skip=true");
+      Assumptions.abort("-Dpgtask.restart.skip=true");
+    }
+    if (restartCommand() == null) {
+      own = EmbeddedPostgres.start(TestDatabase.embeddedBinaries());
+      System.out.println("ServerRestartIT: restarts its own " + own.describe());
+      db = TestDatabase.createOn(own, "server_restart");
+    } else {
+      System.out.println("ServerRestartIT: restarts the suite's server with '" + restartCommand()
+          + "' (-Dpgtask.restart.command)");
+      db = TestDatabase.create("server_restart");
+    }
     sql = new Db(db);
   }
 
   @AfterAll
-  static void tearDown() {
-    // the pool may hold connections from before the restart; close() drops the database anyway
-    await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> sql.count("SELECT 1") == 1);
-    db.close();
-  }
-
-  static String restartCommandOrSkip() {
-    String command = System.getProperty("pgtask.restart.command");
-    String reason = null;
-    if (Boolean.getBoolean("pgtask.restart.skip")) {
-      reason = "-Dpgtask.restart.skip=true";
-    } else if (command == null) {
-      String explicitServer = System.getProperty("pgtask.test.url", System.getenv("PGTASK_TEST_URL"));
-      if (explicitServer != null && !explicitServer.isBlank()) {
-        reason = "the test server is given by PGTASK_TEST_URL/pgtask.test.url: not known to be this machine's cluster"
-            + " (set -Dpgtask.restart.command to restart it)";
-      } else if (!new File("/usr/bin/pg_ctlcluster").canExecute()) {
-        reason = "pg_ctlcluster is not installed (set -Dpgtask.restart.command to restart the server)";
-      } else {
-        command = DEFAULT_RESTART;
+  static void tearDown() throws IOException {
+    try {
+      if (db != null) {
+        // the pool may hold connections from before the restart; close() drops the database anyway
+        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> sql.count("SELECT 1") == 1);
+        db.close();
+      }
+    } finally {
+      if (own != null) {
+        own.close();
       }
     }
-    if (reason != null) {
-      System.out.println("ServerRestartIT skipped: " + reason);
-      Assumptions.abort(reason);
+  }
+
+  /** The opt-in command that restarts the suite's own server, or null: the test's own server is restarted. */
+  static String restartCommand() {
+    String command = System.getProperty("pgtask.restart.command");
+    return command == null || command.isBlank() ? null : command;
+  }
+
+  /** Restarts the server of {@link #db}. */
+  static void restart() throws Exception {
+    String command = restartCommand();
+    if (command == null) {
+      own.restart();
+      return;
     }
-    return command;
+    Process p = new ProcessBuilder("sh", "-c", command).redirectErrorStream(true).start();
+    if (!p.waitFor(60, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new AssertionError("server restart did not finish within 60 s: " + command);
+    }
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.exitValue()).as("exit status of '%s' (output: %s)", command, out).isZero();
   }
 
   @Test
   void workersRecoverFromAServerRestartByThemselvesAndDrainEverythingExactlyOnce() throws Exception {
-    String restart = restartCommandOrSkip();
     try {
       Faults.enqueueRecords(sql, 150, 12, 300);
       for (String id : List.of("restart-a", "restart-b")) {
@@ -88,16 +108,7 @@ class ServerRestartIT {
       long completedBefore = sql.count("SELECT count(*) FROM pgtask.task WHERE state = 'completed'");
 
       long t0 = System.nanoTime();
-      Process p = new ProcessBuilder("sh", "-c", restart).redirectErrorStream(true).start();
-      if (!p.waitFor(60, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        throw new AssertionError("server restart did not finish within 60 s: " + restart);
-      }
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      if (p.exitValue() != 0) {
-        System.out.println("ServerRestartIT skipped: '" + restart + "' failed (" + p.exitValue() + "): " + out);
-        Assumptions.abort("cannot restart the server: " + out);
-      }
+      restart();
       double restartSeconds = (System.nanoTime() - t0) / 1e9;
       await("server back").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
           .until(() -> sql.count("SELECT 1") == 1);

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -74,6 +75,11 @@ class PlanCacheTest {
       }
     }
 
+    // PostgreSQL 13 keeps no count of which plan an execution used (pg_prepared_statements has
+    // generic_plans and custom_plans from 14 on): there, only the workload above is checked
+    Assumptions.assumeTrue(serverVersionNum() >= 140000,
+        "pg_prepared_statements.generic_plans/custom_plans need PostgreSQL 14+; the plan assertions are skipped on "
+            + serverVersionNum());
     List<Plans> plans = preparedStatementsOfEveryPooledConnection();
     List<Plans> hot = plans.stream().filter(p -> p.generic + p.custom >= 10).toList();
     assertThat(hot).as("statements run at least 10 times on one connection").isNotEmpty();
@@ -91,6 +97,14 @@ class PlanCacheTest {
     // the later executions ran on the generic plan (the fault this test is for planned them all)
     assertThat(hot).as("statements planned on (nearly) every execution")
         .allMatch(p -> p.custom - 5 <= (p.generic + p.custom - 5) / 2);
+  }
+
+  private static int serverVersionNum() throws Exception {
+    try (Connection c = queue.pool().getConnection(); Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SHOW server_version_num")) {
+      rs.next();
+      return Integer.parseInt(rs.getString(1));
+    }
   }
 
   private static List<Plans> preparedStatementsOfEveryPooledConnection() throws Exception {

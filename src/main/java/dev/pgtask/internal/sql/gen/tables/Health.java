@@ -114,35 +114,7 @@ public class Health extends TableImpl<HealthRecord> {
     }
 
     private Health(Name alias, Table<HealthRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "health" as  SELECT o.pid AS oldest_xact_pid,
-         o.application_name AS oldest_xact_application,
-         (now() - o.xact_start) AS oldest_xact_age,
-         s.n_live_tup AS task_live_tuples,
-         s.n_dead_tup AS task_dead_tuples,
-         s.last_autovacuum AS task_last_autovacuum,
-         s.last_vacuum AS task_last_vacuum,
-         pg_total_relation_size('pgtask.task'::regclass) AS task_table_bytes,
-         pg_notification_queue_usage() AS notification_queue_usage,
-         u.unserved_tasks,
-         u.unhandled_tasks,
-         u.tenants_stuck
-        FROM (((( SELECT 1 AS "?column?") one
-          LEFT JOIN pg_stat_user_tables s ON ((s.relid = ('pgtask.task'::regclass)::oid)))
-          LEFT JOIN LATERAL ( SELECT a.pid,
-                 a.application_name,
-                 a.xact_start
-                FROM pg_stat_activity a
-               WHERE ((a.xact_start IS NOT NULL) AND ((a.backend_xid IS NOT NULL) OR (a.backend_xmin IS NOT NULL)) AND (a.pid <> pg_backend_pid()))
-               ORDER BY a.xact_start
-              LIMIT 1) o ON (true))
-          CROSS JOIN LATERAL ( SELECT (COALESCE(sum(x.tasks) FILTER (WHERE (x.reason = 'unserved_queue'::text)), (0)::numeric))::bigint AS unserved_tasks,
-                 (COALESCE(sum(x.tasks) FILTER (WHERE (x.reason = 'unhandled_kind'::text)), (0)::numeric))::bigint AS unhandled_tasks,
-                 ( SELECT count(DISTINCT h.tenant_id) AS count
-                        FROM pgtask.unrunnable_heads() h(queue, kind, tenant_id, reason, run_at, waiting)
-                       WHERE (h.waiting > 0)) AS tenants_stuck
-                FROM pgtask.unrunnable x) u);
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

@@ -103,20 +103,7 @@ public class QueueSummary extends TableImpl<QueueSummaryRecord> {
     }
 
     private QueueSummary(Name alias, Table<QueueSummaryRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "queue_summary" as  SELECT t.queue,
-          count(*) FILTER (WHERE ((t.state = 'available'::pgtask.task_state) AND (NOT t.blocked) AND (t.run_at > now()))) AS scheduled,
-          count(*) FILTER (WHERE ((t.state = 'available'::pgtask.task_state) AND (NOT t.blocked) AND (t.run_at <= now()))) AS available,
-          count(*) FILTER (WHERE (t.state = 'running'::pgtask.task_state)) AS running,
-          count(*) FILTER (WHERE ((t.state = 'retryable'::pgtask.task_state) AND (NOT t.blocked))) AS retryable,
-          count(*) FILTER (WHERE (t.state = 'completed'::pgtask.task_state)) AS completed,
-          count(*) FILTER (WHERE (t.state = 'cancelled'::pgtask.task_state)) AS cancelled,
-          count(*) FILTER (WHERE (t.state = 'discarded'::pgtask.task_state)) AS discarded,
-          count(*) FILTER (WHERE t.blocked) AS waiting_for_tenant,
-          COALESCE((now() - min(t.run_at) FILTER (WHERE ((t.state = ANY (ARRAY['available'::pgtask.task_state, 'retryable'::pgtask.task_state])) AND (NOT t.blocked) AND (t.run_at <= now())))), '00:00:00'::interval) AS lag
-         FROM pgtask.task t
-        GROUP BY t.queue;
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

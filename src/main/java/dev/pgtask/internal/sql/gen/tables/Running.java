@@ -104,26 +104,7 @@ public class Running extends TableImpl<RunningRecord> {
     }
 
     private Running(Name alias, Table<RunningRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "running" as  SELECT t.id AS task_id,
-          t.kind,
-          t.queue,
-          tn.name AS tenant,
-          t.owner AS worker,
-          a.pid AS backend_pid,
-          COALESCE(a.xact_start, t.attempted_at) AS started_at,
-          GREATEST((clock_timestamp() - COALESCE(a.xact_start, t.attempted_at)), '00:00:00'::interval) AS running_for,
-          (EXISTS ( SELECT 1
-                 FROM pg_locks l
-                WHERE ((l.locktype = 'advisory'::text) AND l.granted AND (l.pid = a.pid) AND (l.objsubid = 2) AND (l.classid = pgtask.lock_namespace_oid()) AND (l.objid = ((t.tenant_id)::text)::oid)))) AS holds_tenant_lock,
-          ( SELECT r.requested_at
-                 FROM pgtask.cancel_request r
-                WHERE ((r.task_id = t.id) AND (r.attempt = t.attempt))) AS cancel_requested_at
-         FROM ((pgtask.task t
-           LEFT JOIN pgtask.tenant tn ON ((tn.id = t.tenant_id)))
-           LEFT JOIN pg_stat_activity a ON (((a.datname = current_database()) AND (a.application_name ~~ 'pgtask task %'::text) AND (split_part(a.application_name, ' '::text, 3) = (t.id)::text))))
-        WHERE (t.state = 'running'::pgtask.task_state);
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

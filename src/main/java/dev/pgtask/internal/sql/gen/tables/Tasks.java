@@ -113,29 +113,7 @@ public class Tasks extends TableImpl<TasksRecord> {
     }
 
     private Tasks(Name alias, Table<TasksRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "tasks" as  SELECT t.id,
-         t.kind,
-         t.queue,
-         tn.name AS tenant,
-             CASE
-                 WHEN t.blocked THEN 'waiting'::text
-                 WHEN ((t.state = 'available'::pgtask.task_state) AND (t.run_at > now())) THEN 'scheduled'::text
-                 ELSE (t.state)::text
-             END AS state,
-         t.priority,
-         t.attempt,
-         t.max_attempts,
-         t.run_at,
-         t.created_at,
-         t.finished_at,
-             CASE
-                 WHEN (t.state <> 'completed'::pgtask.task_state) THEN ((t.errors -> '-1'::integer) ->> 'error'::text)
-                 ELSE NULL::text
-             END AS last_error
-        FROM (pgtask.task t
-          LEFT JOIN pgtask.tenant tn ON ((tn.id = t.tenant_id)));
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

@@ -84,23 +84,7 @@ public class TenantLocks extends TableImpl<TenantLocksRecord> {
     }
 
     private TenantLocks(Name alias, Table<TenantLocksRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "tenant_locks" as  SELECT tn.name AS tenant,
-          l.pid AS holder_pid,
-          a.application_name,
-          a.xact_start,
-          GREATEST((clock_timestamp() - a.xact_start), '00:00:00'::interval) AS held_for,
-          ARRAY( SELECT w.pid
-                 FROM pg_locks w
-                WHERE ((w.locktype = 'advisory'::text) AND (NOT w.granted) AND (w.database = l.database) AND (w.classid = l.classid) AND (w.objid = l.objid) AND (w.objsubid = 2))
-                ORDER BY w.pid) AS waiting_pids
-         FROM ((pg_locks l
-           JOIN pgtask.tenant tn ON ((((tn.id)::text)::oid = l.objid)))
-           LEFT JOIN pg_stat_activity a ON ((a.pid = l.pid)))
-        WHERE ((l.locktype = 'advisory'::text) AND l.granted AND (l.objsubid = 2) AND (l.database = ( SELECT d.oid
-                 FROM pg_database d
-                WHERE (d.datname = current_database()))) AND (l.classid = pgtask.lock_namespace_oid()));
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

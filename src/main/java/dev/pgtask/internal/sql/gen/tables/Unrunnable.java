@@ -88,17 +88,7 @@ public class Unrunnable extends TableImpl<UnrunnableRecord> {
     }
 
     private Unrunnable(Name alias, Table<UnrunnableRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "unrunnable" as  SELECT h.queue,
-          h.kind,
-          h.reason,
-          count(*) AS tasks,
-          GREATEST((clock_timestamp() - min(h.run_at)), '00:00:00'::interval) AS oldest_due_for,
-          count(DISTINCT h.tenant_id) AS tenants,
-          (sum(h.waiting))::bigint AS waiting_behind
-         FROM pgtask.unrunnable_heads() h(queue, kind, tenant_id, reason, run_at, waiting)
-        GROUP BY h.queue, h.kind, h.reason;
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

@@ -104,20 +104,7 @@ public class Workers extends TableImpl<WorkersRecord> {
     }
 
     private Workers(Name alias, Table<WorkersRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "workers" as  SELECT w.id,
-          w.host,
-          w.pid,
-          w.version,
-          w.queues,
-          w.kinds,
-          w.concurrency,
-          w.started_at,
-          w.last_seen,
-          GREATEST((clock_timestamp() - w.last_seen), '00:00:00'::interval) AS last_seen_ago
-         FROM pgtask.worker w
-        WHERE (w.last_seen > (now() - '00:01:00'::interval));
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**
