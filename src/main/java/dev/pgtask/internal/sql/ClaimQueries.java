@@ -382,4 +382,27 @@ public final class ClaimQueries {
       }
     }
   }
+
+  /**
+   * Claims one task by id, whatever its run_at, if it is queued (available or retryable) and not
+   * waiting behind its tenant's head: marks it running with attempt + 1, owner and lease, like the
+   * claim. For running a task now (dev.pgtask.testing). Locks: the task's row, until the statement's
+   * transaction (autocommit here) ends. Returns null when no such task was claimable.
+   */
+  public static Claimed claimById(DSLContext dsl, long id, String owner, Duration lease) {
+    var r = dsl.update(TASK)
+        .set(TASK.STATE, DSL.inline(TaskState.running))
+        .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
+        .set(TASK.OWNER, owner)
+        .set(TASK.ATTEMPTED_AT, DSL.currentInstant())
+        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
+        .where(TASK.ID.eq(id))
+        .and(TASK.STATE.in(TaskState.available, TaskState.retryable))
+        .and(TASK.BLOCKED.isFalse())
+        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, tenantName(),
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT)
+        .fetchOne();
+    return r == null ? null : new Claimed(r.value1(), r.value2(), r.value3(), r.value4(), r.value5(), r.value6(),
+        r.value7(), r.value8(), r.value9(), r.value10());
+  }
 }
