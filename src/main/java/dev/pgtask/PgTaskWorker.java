@@ -224,6 +224,7 @@ public final class PgTaskWorker implements AutoCloseable {
     private String workerId;
     private ObjectMapper objectMapper;
     private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
+    private PgTaskTracing tracing = PgTaskTracing.NONE;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -403,6 +404,16 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Where to report each execution as a span (default: nowhere; see
+     * {@code dev.pgtask.otel.OpenTelemetryTracing}). The span's parent is the trace context stored
+     * with the task at enqueue, on its first attempt.
+     */
+    public Builder tracing(PgTaskTracing tracing) {
+      this.tracing = Objects.requireNonNull(tracing, "tracing");
+      return this;
+    }
+
     /** Validates everything and builds the worker (not started). */
     public PgTaskWorker build() {
       List<String> errors = new ArrayList<>();
@@ -470,7 +481,7 @@ public final class PgTaskWorker implements AutoCloseable {
           Map.copyOf(handlers), concurrency, batchSize, prefetch, commitBatchSize, commitBatchTime, pollInterval, taskTimeout, shutdownTimeout,
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
           listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
-          objectMapper != null ? objectMapper : defaultObjectMapper(), metrics);
+          objectMapper != null ? objectMapper : defaultObjectMapper(), metrics, tracing);
       return new PgTaskWorker(config);
     }
 

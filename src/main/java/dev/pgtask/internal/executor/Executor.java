@@ -958,7 +958,7 @@ public final class Executor extends Service {
       if (t.stopReason() != LocalTask.Stop.NONE) {
         return outcomes.ofStop(t, t.stopReason());
       }
-      handler.handler().handle(t, payload);
+      TracedCall.handle(config.tracing(), t, handler, payload);
       return t.stopReason() == LocalTask.Stop.NONE ? new Outcome.Completed() : outcomes.ofStop(t, t.stopReason());
     } catch (Throwable e) {
       if (t.stopReason() != LocalTask.Stop.NONE) {
