@@ -44,11 +44,13 @@ public final class PgTask {
   private final ObjectMapper objectMapper;
   private final DSLContext dsl;
   private final PgTaskMetrics metrics;
+  private final PgTaskTracing tracing;
 
   private PgTask(Builder b) {
     this.dataSource = b.dataSource;
     this.objectMapper = b.objectMapper;
     this.metrics = b.metrics;
+    this.tracing = b.tracing;
     this.dsl = Sql.using(dataSource);
   }
 
@@ -277,12 +279,21 @@ public final class PgTask {
     EnqueueQueries.Row row = toRow(task, -1);
     long id;
     try {
-      id = EnqueueQueries.enqueue(ctx, row);
+      id = EnqueueQueries.enqueue(ctx, row, traceParent());
     } catch (RuntimeException e) {
       throw failure("enqueue", e);
     }
     metrics.enqueued(row.queue(), 1);
     return id;
+  }
+
+  /** With tracing: the current traceparent, or "" for none (so nothing set earlier is inherited); null without. */
+  private String traceParent() {
+    if (tracing == PgTaskTracing.NONE) {
+      return null;
+    }
+    String tp = tracing.currentTraceParent();
+    return tp == null ? "" : tp;
   }
 
   private List<Long> enqueueAllWith(DSLContext ctx, List<NewTask> tasks) {
@@ -293,7 +304,7 @@ public final class PgTask {
     }
     List<Long> ids;
     try {
-      ids = EnqueueQueries.enqueueBatch(ctx, rows);
+      ids = EnqueueQueries.enqueueBatch(ctx, rows, traceParent());
     } catch (RuntimeException e) {
       throw failure("enqueue batch", e);
     }
@@ -365,6 +376,7 @@ public final class PgTask {
     private final DataSource dataSource;
     private ObjectMapper objectMapper;
     private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
+    private PgTaskTracing tracing = PgTaskTracing.NONE;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -385,6 +397,16 @@ public final class PgTask {
      */
     public Builder metrics(PgTaskMetrics metrics) {
       this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /**
+     * Where the enqueuing code's trace context comes from (default: nowhere; see
+     * {@code dev.pgtask.otel.OpenTelemetryTracing}): its W3C traceparent is stored with each task
+     * enqueued, so that the task's executions join that trace.
+     */
+    public Builder tracing(PgTaskTracing tracing) {
+      this.tracing = Objects.requireNonNull(tracing, "tracing");
       return this;
     }
 

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.ListenConnections;
+import dev.pgtask.internal.WorkerAccess;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerRuntime;
 import java.sql.Connection;
@@ -166,20 +167,38 @@ public final class PgTaskWorker implements AutoCloseable {
     return config.workerId();
   }
 
-  /** The worker's resolved configuration. */
-  public WorkerConfig config() {
-    return config;
+  /** What this worker runs with: every setting as resolved by {@link Builder#build()}. */
+  public WorkerSettings settings() {
+    WorkerConfig c = config;
+    return new WorkerSettings(c.workerId(), c.queues(), c.kinds(), c.concurrency(), c.batchSize(), c.prefetch(),
+        c.commitBatchSize(), c.commitBatchTime(), c.pollInterval(), c.taskTimeout(), c.shutdownTimeout(),
+        c.leaseDuration(), c.rescueInterval(), c.tenantDeferDelay(), c.retryBackoffBase(), c.retryBackoffCap(),
+        c.listenerPingInterval(), c.completedRetention(), c.failedRetention(), c.tenantLockNamespace());
   }
 
-  /** Counters since start (for tests, logs and the CLI). */
-  public WorkerRuntime.Stats stats() {
+  /** Counters since start (all zero before {@link #start()}): for tests, logs and the command line. */
+  public WorkerStatistics stats() {
     WorkerRuntime r = runtime;
-    return r == null ? WorkerRuntime.Stats.ZERO : r.stats();
+    if (r == null) {
+      return WorkerStatistics.ZERO;
+    }
+    WorkerRuntime.Stats s = r.stats();
+    return new WorkerStatistics(s.claimed(), s.claimQueries(), s.completed(), s.retried(), s.discarded(),
+        s.cancelled(), s.deferred(), s.released(), s.rescued(), s.listenerReconnects());
   }
 
-  /** The running runtime (internal: tests and the CLI), or {@code null} before {@link #start()}. */
-  public WorkerRuntime runtime() {
-    return runtime;
+  static {
+    WorkerAccess.install(new WorkerAccess.Accessor() {
+      @Override
+      public WorkerConfig config(PgTaskWorker worker) {
+        return worker.config;
+      }
+
+      @Override
+      public WorkerRuntime runtime(PgTaskWorker worker) {
+        return worker.runtime;
+      }
+    });
   }
 
   /** Builds a {@link PgTaskWorker}; everything is validated at {@link #build()}. */
@@ -208,6 +227,7 @@ public final class PgTaskWorker implements AutoCloseable {
     private String workerId;
     private ObjectMapper objectMapper;
     private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
+    private PgTaskTracing tracing = PgTaskTracing.NONE;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -391,6 +411,16 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Where to report each execution as a span (default: nowhere; see
+     * {@code dev.pgtask.otel.OpenTelemetryTracing}). The span's parent is the trace context stored
+     * with the task at enqueue, on its first attempt.
+     */
+    public Builder tracing(PgTaskTracing tracing) {
+      this.tracing = Objects.requireNonNull(tracing, "tracing");
+      return this;
+    }
+
     /** Validates everything and builds the worker (not started). */
     public PgTaskWorker build() {
       List<String> errors = new ArrayList<>();
@@ -459,7 +489,7 @@ public final class PgTaskWorker implements AutoCloseable {
           Map.copyOf(handlers), concurrency, batchSize, prefetch, commitBatchSize, commitBatchTime, pollInterval, taskTimeout, shutdownTimeout,
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
           listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
-          objectMapper != null ? objectMapper : defaultObjectMapper(), metrics);
+          objectMapper != null ? objectMapper : defaultObjectMapper(), metrics, tracing);
       return new PgTaskWorker(config);
     }
 

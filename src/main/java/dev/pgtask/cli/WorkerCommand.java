@@ -111,12 +111,12 @@ public final class WorkerCommand implements Callable<Integer> {
         throw new CliException(ExitCodes.FAILURE, "cannot start the worker: " + Main.describe(e), e);
       }
       log.info("worker {} started: queues {}, concurrency {}, batch size {}, poll interval {}, kinds {}, database {}",
-          id, worker.config().queues(), worker.config().concurrency(), worker.config().batchSize(),
-          human(worker.config().pollInterval()), worker.config().kinds(), settings.describe());
+          id, worker.settings().queues(), worker.settings().concurrency(), worker.settings().batchSize(),
+          human(worker.settings().pollInterval()), worker.settings().kinds(), settings.describe());
 
       String signal = shutdown.awaitSignal();
       log.info("worker {} stopping ({}): no new claims; running tasks get up to {} to finish", id, signal,
-          human(worker.config().shutdownTimeout()));
+          human(worker.settings().shutdownTimeout()));
       try {
         worker.close();
         log.info("worker {} stopped", id);

@@ -34,14 +34,15 @@ public record WorkerConfig(
     Duration failedRetention,
     Integer tenantLockNamespace,
     ObjectMapper objectMapper,
-    PgTaskMetrics metrics) {
+    PgTaskMetrics metrics,
+    dev.pgtask.PgTaskTracing tracing) {
 
   /** This configuration with the lock namespace resolved (e.g. read from pgtask.settings). */
   public WorkerConfig withTenantLockNamespace(int namespace) {
     return new WorkerConfig(workerId, dataSource, listenConnectionFactory, queues, handlers, concurrency,
         batchSize, prefetch, commitBatchSize, commitBatchTime, pollInterval, taskTimeout, shutdownTimeout, leaseDuration, rescueInterval,
         tenantDeferDelay, retryBackoffBase, retryBackoffCap, listenerPingInterval, completedRetention,
-        failedRetention, namespace, objectMapper, metrics);
+        failedRetention, namespace, objectMapper, metrics, tracing);
   }
 
   /** The registered kinds, for the claim's kind filter. */

@@ -44,7 +44,7 @@ class MicrometerMetricsTest {
         try {
           await().atMost(Duration.ofSeconds(20)).until(() ->
               sql.count("SELECT count(*) FROM pgtask.tasks WHERE state IN ('completed', 'discarded')") == 21);
-          worker.runtime().maintenance().sampleQueues();
+          dev.pgtask.internal.WorkerAccess.runtime(worker).maintenance().sampleQueues();
         } finally {
           worker.close();
         }

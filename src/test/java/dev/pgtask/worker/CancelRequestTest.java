@@ -121,7 +121,7 @@ class CancelRequestTest {
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.running")).isZero();
 
     // the rescue pass deletes requests whose attempt is no longer running
-    worker.runtime().maintenance().rescuePass();
+    dev.pgtask.internal.WorkerAccess.runtime(worker).maintenance().rescuePass();
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.cancel_request")).as("requests left").isZero();
   }
 
@@ -167,7 +167,7 @@ class CancelRequestTest {
     TaskOptions soon = TaskOptions.defaults().withQueue("cr").withDelay(Duration.ofSeconds(1));
     long named = queue.pgtask().enqueue(NewTask.of("cr.hold", Map.of(), soon));
     // what a NOTIFY pgtask_control from any role amounts to: a hint, with no request behind it
-    worker.runtime().executor().hint(named);
+    dev.pgtask.internal.WorkerAccess.runtime(worker).executor().hint(named);
     queue.sql().exec("NOTIFY pgtask_control, 'cancel " + named + " 1'");
     release.countDown();
     await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(state(named)));

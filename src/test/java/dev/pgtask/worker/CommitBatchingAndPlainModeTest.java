@@ -180,7 +180,7 @@ class CommitBatchingAndPlainModeTest {
 
     long slow = queue.pgtask().enqueue(NewTask.of("test.plain", java.util.Map.of("slow", true)));
     await().atMost(Duration.ofSeconds(5)).until(() -> "running".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
-    Maintenance rescue = new Maintenance(worker.config(), new WorkerStats(), () -> { }, () -> { });
+    Maintenance rescue = new Maintenance(dev.pgtask.internal.WorkerAccess.config(worker), new WorkerStats(), () -> { }, () -> { });
     long until = System.nanoTime() + Duration.ofMillis(1_500).toNanos();
     while (System.nanoTime() < until) {
       assertThat(rescue.rescuePass()).as("plain task rescued although its worker renews the lease").isZero();

@@ -40,7 +40,7 @@ class RescueTest {
 
   private Maintenance maintenance() {
     PgTaskWorker w = PgTaskWorker.builder(queue.pool()).concurrency(2).handler("x", (c, p) -> { }).build();
-    return new Maintenance(w.config().withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
+    return new Maintenance(dev.pgtask.internal.WorkerAccess.config(w).withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
         new WorkerStats(), () -> { }, () -> { });
   }
 

@@ -32,7 +32,7 @@ class RetentionTest {
 
       PgTaskWorker w = PgTaskWorker.builder(pool).concurrency(2).retention(Duration.ofMinutes(30), Duration.ofDays(7))
           .handler("x", (c, p) -> { }).build();
-      Maintenance maintenance = new Maintenance(w.config().withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
+      Maintenance maintenance = new Maintenance(dev.pgtask.internal.WorkerAccess.config(w).withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
           new WorkerStats(), () -> { }, () -> { });
       assertThat(maintenance.prunePass()).as("tasks deleted by one pass").isEqualTo(12_010);
       assertThat(sql.rows("SELECT kind || ' ' || count(*) FROM pgtask.task GROUP BY kind ORDER BY kind"))

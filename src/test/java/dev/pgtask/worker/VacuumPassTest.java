@@ -37,7 +37,7 @@ class VacuumPassTest {
       PgTaskWorker w = PgTaskWorker.builder(pool).concurrency(2).handler("x", (c, p) -> { }).build();
       List<Callable<Boolean>> passes = new ArrayList<>();
       for (int i = 0; i < 4; i++) {
-        Maintenance m = new Maintenance(w.config().withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
+        Maintenance m = new Maintenance(dev.pgtask.internal.WorkerAccess.config(w).withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
             new WorkerStats(), () -> { }, () -> { });
         passes.add(m::vacuumPass);
       }

@@ -63,16 +63,16 @@ public final class Executor extends Service {
 
   private final WorkerConfig config;
   private final Outcomes outcomes;
-  private final OutcomeWriter writer;
-  private final Completer completer;
+  final OutcomeWriter writer;
+  final Completer completer;
   private final LeaseKeeper keeper;
-  private final ScheduledThreadPoolExecutor watchdog;
+  final ScheduledThreadPoolExecutor watchdog;
   private final int capacity;
   private final int batchCapacity;
   /** Every task claimed here whose outcome is not durable yet. Written by the claim and by {@link #finished}. */
   private final Map<Long, LocalTask> held = new ConcurrentHashMap<>();
   /** Claimed tasks waiting for a thread, in claim order. */
-  private final LinkedBlockingDeque<LocalTask> ready = new LinkedBlockingDeque<>();
+  final LinkedBlockingDeque<LocalTask> ready = new LinkedBlockingDeque<>();
   /** Claim heads whose transaction the claim opened, by task id: taken by the thread that takes the head. */
   private final Map<Long, Adopted> adopted = new ConcurrentHashMap<>();
   private final Object registry = new Object();
@@ -232,7 +232,7 @@ public final class Executor extends Service {
     }
   }
 
-  private List<LocalTask> register(List<Claimed> tasks, long claimNanos) {
+  List<LocalTask> register(List<Claimed> tasks, long claimNanos) {
     List<LocalTask> local = new ArrayList<>(tasks.size());
     synchronized (registry) {
       claimsInFlight.decrementAndGet();
@@ -455,7 +455,7 @@ public final class Executor extends Service {
   }
 
   /** What one executor thread works on: its open transaction, and tasks to run alone. */
-  private final class Worker {
+  final class Worker {
     TaskTransaction tx;
     /** Tasks of a failed commit batch: each runs again in a transaction of its own. */
     final ArrayDeque<LocalTask> alone = new ArrayDeque<>();
@@ -505,7 +505,7 @@ public final class Executor extends Service {
     }
   }
 
-  private void runOne(Worker w, LocalTask t, boolean alone) {
+  void runOne(Worker w, LocalTask t, boolean alone) {
     try {
       Adopted a = adopted.remove(t.id());
       if (a != null) {
@@ -676,7 +676,7 @@ public final class Executor extends Service {
   }
 
   /** Commits the thread's open transaction, if any, and reports its tasks. */
-  private void commit(Worker w) {
+  void commit(Worker w) {
     TaskTransaction tx = w.tx;
     if (tx == null) {
       return;
@@ -958,7 +958,7 @@ public final class Executor extends Service {
       if (t.stopReason() != LocalTask.Stop.NONE) {
         return outcomes.ofStop(t, t.stopReason());
       }
-      handler.handler().handle(t, payload);
+      TracedCall.handle(config.tracing(), t, handler, payload);
       return t.stopReason() == LocalTask.Stop.NONE ? new Outcome.Completed() : outcomes.ofStop(t, t.stopReason());
     } catch (Throwable e) {
       if (t.stopReason() != LocalTask.Stop.NONE) {
@@ -1014,7 +1014,7 @@ public final class Executor extends Service {
     return t + Math.max(5_000, t / 10);
   }
 
-  private static void withMdc(LocalTask t, Runnable r) {
+  static void withMdc(LocalTask t, Runnable r) {
     MDC.put("pgtask.task_id", Long.toString(t.id()));
     MDC.put("pgtask.kind", t.claimed.kind());
     MDC.put("pgtask.queue", t.claimed.queue());

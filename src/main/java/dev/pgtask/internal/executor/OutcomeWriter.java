@@ -23,6 +23,17 @@ final class OutcomeWriter {
     this.stats = stats;
   }
 
+  /** Sees each outcome as it is counted (the testing helpers' report); nothing by default. */
+  interface Observer {
+    void counted(LocalTask t, Outcome o, TaskState result);
+  }
+
+  private volatile Observer observer = (t, o, result) -> { };
+
+  void observe(Observer observer) {
+    this.observer = observer;
+  }
+
   /** Told when an outcome just made durable puts its task back to run after a delay. */
   void onDueIn(java.util.function.Consumer<Duration> dueIn) {
     this.dueIn = dueIn;
@@ -61,6 +72,7 @@ final class OutcomeWriter {
    * cancellation was requested meanwhile, and is counted so.
    */
   void count(LocalTask t, Outcome o, TaskState result, long startNanos) {
+    observer.counted(t, o, result);
     if (o instanceof Outcome.Lost) {
       return;
     }

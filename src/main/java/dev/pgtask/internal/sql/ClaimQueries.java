@@ -42,7 +42,7 @@ public final class ClaimQueries {
 
   /** A claimed task, as the executor needs it. */
   public record Claimed(long id, String kind, String queue, JSONB payload, Integer tenantId,
-      String tenant, int attempt, int maxAttempts, Instant runAt, Instant claimedAt) {}
+      String tenant, int attempt, int maxAttempts, Instant runAt, Instant claimedAt, String traceParent) {}
 
   /** The claim's result: the tasks, and how many rows the locking select returned. */
   public record Claim(List<Claimed> tasks, int locked) {}
@@ -160,7 +160,8 @@ public final class ClaimQueries {
     ClaimParts p = claimParts(queueCount);
     return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
-            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount(), tenantName()))
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount(), tenantName(),
+            TASK.TRACE_PARENT))
         .precededBy(GENERIC_PLAN).followedBy("COMMIT");
   }
 
@@ -191,7 +192,8 @@ public final class ClaimQueries {
     ClaimParts p = claimParts(queueCount);
     var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, TASK.ATTEMPT,
-            TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as("tenant_name")));
+            TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as("tenant_name"),
+            TASK.TRACE_PARENT));
     Field<String[]> plainKinds = DSL.field(DSL.select(DSL.param("plain_kinds", String[].class)))
         .cast(SQLDataType.VARCHAR.array());
     var headTask = DSL.name("head_task").as(DSL.select(claimed.field(TASK.ID), claimed.field(TASK.ATTEMPT))
@@ -211,7 +213,8 @@ public final class ClaimQueries {
             claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
             claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
             p.lockedCount(), claimed.field("tenant_name", String.class), head.field("head_id", Long.class),
-            head.field("head_id_set", Long.class), head.field("head_attempt_set", Long.class))
+            head.field("head_id_set", Long.class), head.field("head_attempt_set", Long.class),
+            claimed.field(TASK.TRACE_PARENT))
         .from(head)
         .leftJoin(claimed).on(DSL.trueCondition()));
   }
@@ -331,7 +334,7 @@ public final class ClaimQueries {
     return new Claimed(rs.getLong(1), rs.getString(2), rs.getString(3), JSONB.valueOf(rs.getString(4)),
         tenantId, rs.getString(11), rs.getInt(6), rs.getInt(7),
         rs.getObject(8, java.time.OffsetDateTime.class).toInstant(),
-        rs.getObject(9, java.time.OffsetDateTime.class).toInstant());
+        rs.getObject(9, java.time.OffsetDateTime.class).toInstant(), rs.getString("trace_parent"));
   }
 
   /** Moves to the claim's result set, past the update counts of the statements sent before it. */
@@ -381,5 +384,28 @@ public final class ClaimQueries {
         closeQuietly(conn);
       }
     }
+  }
+
+  /**
+   * Claims one task by id, whatever its run_at, if it is queued (available or retryable) and not
+   * waiting behind its tenant's head: marks it running with attempt + 1, owner and lease, like the
+   * claim. For running a task now (dev.pgtask.testing). Locks: the task's row, until the statement's
+   * transaction (autocommit here) ends. Returns null when no such task was claimable.
+   */
+  public static Claimed claimById(DSLContext dsl, long id, String owner, Duration lease) {
+    var r = dsl.update(TASK)
+        .set(TASK.STATE, DSL.inline(TaskState.running))
+        .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
+        .set(TASK.OWNER, owner)
+        .set(TASK.ATTEMPTED_AT, DSL.currentInstant())
+        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(lease))))
+        .where(TASK.ID.eq(id))
+        .and(TASK.STATE.in(TaskState.available, TaskState.retryable))
+        .and(TASK.BLOCKED.isFalse())
+        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, tenantName(),
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.TRACE_PARENT)
+        .fetchOne();
+    return r == null ? null : new Claimed(r.value1(), r.value2(), r.value3(), r.value4(), r.value5(), r.value6(),
+        r.value7(), r.value8(), r.value9(), r.value10(), r.value11());
   }
 }

@@ -13,6 +13,7 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 
 /** Inserting tasks: through pgtask.enqueue / pgtask.enqueue_batch, the same path as SQL callers. */
 public final class EnqueueQueries {
@@ -29,9 +30,23 @@ public final class EnqueueQueries {
    * the same key to finish.
    */
   public static long enqueue(DSLContext dsl, Row row) {
-    PreparedQuery query = row.delay() != null ? ENQUEUE_AFTER : ENQUEUE_AT;
+    return enqueue(dsl, row, null);
+  }
+
+  /**
+   * {@link #enqueue(DSLContext, Row)}, and with {@code traceParent} not null, the same statement
+   * first sets the transaction-local {@code pgtask.trace_parent} to it ({@code ""}: none), which the
+   * insert trigger stores with the task (V4__trace_context.sql).
+   */
+  public static long enqueue(DSLContext dsl, Row row, String traceParent) {
+    PreparedQuery query = traceParent != null
+        ? (row.delay() != null ? TRACED_ENQUEUE_AFTER : TRACED_ENQUEUE_AT)
+        : row.delay() != null ? ENQUEUE_AFTER : ENQUEUE_AT;
     java.util.Map<String, Object> values = new java.util.HashMap<>();
     values.put("kind", row.kind());
+    if (traceParent != null) {
+      values.put("trace_parent", traceParent);
+    }
     values.put("payload", row.payloadJson());
     values.put("queue", row.queue());
     values.put("tenant", row.tenant());
@@ -55,13 +70,27 @@ public final class EnqueueQueries {
 
   // pgtask.enqueue, rendered once: rendering the call costs the producer more CPU than the
   // database spends on the insert. run_at is given (NULL: now) or a delay from the database clock.
-  private static final PreparedQuery ENQUEUE_AT = enqueueQuery(DSL.param("run_at", Instant.class));
+  private static final PreparedQuery ENQUEUE_AT = enqueueQuery(DSL.param("run_at", Instant.class), false);
   private static final PreparedQuery ENQUEUE_AFTER = enqueueQuery(
-      DSL.currentInstant().plus(DSL.param("delay", org.jooq.types.DayToSecond.class)));
+      DSL.currentInstant().plus(DSL.param("delay", org.jooq.types.DayToSecond.class)), false);
+  private static final PreparedQuery TRACED_ENQUEUE_AT = enqueueQuery(DSL.param("run_at", Instant.class), true);
+  private static final PreparedQuery TRACED_ENQUEUE_AFTER = enqueueQuery(
+      DSL.currentInstant().plus(DSL.param("delay", org.jooq.types.DayToSecond.class)), true);
 
-  private static PreparedQuery enqueueQuery(Field<Instant> runAt) {
+  /**
+   * {@code value}, evaluated after {@code set_config('pgtask.trace_parent', :trace_parent, true)}:
+   * a function's arguments are evaluated before it runs, so the setting is in place for its insert.
+   */
+  private static <T> Field<T> afterTraceParent(Field<T> value) {
+    Field<String> set = DSL.function("set_config", String.class, DSL.inline("pgtask.trace_parent"),
+        DSL.param("trace_parent", String.class), DSL.inline(true));
+    return DSL.when(set.isNull(), DSL.castNull(value.getDataType())).otherwise(value);
+  }
+
+  private static PreparedQuery enqueueQuery(Field<Instant> runAt, boolean traced) {
+    Field<String> kind = DSL.param("kind", String.class);
     return PreparedQuery.of(DSL.select(Routines.enqueue(
-        DSL.param("kind", String.class),
+        traced ? afterTraceParent(kind) : kind,
         DSL.param("payload", JSONB.class),
         DSL.param("queue", String.class),
         DSL.param("tenant", String.class),
@@ -76,6 +105,11 @@ public final class EnqueueQueries {
    * input order. Locks: inserts the task rows (and new tenant registry rows, in name order).
    */
   public static List<Long> enqueueBatch(DSLContext dsl, List<Row> rows) {
+    return enqueueBatch(dsl, rows, null);
+  }
+
+  /** {@link #enqueueBatch(DSLContext, List)}, setting {@code pgtask.trace_parent} first as {@link #enqueue(DSLContext, Row, String)} does. */
+  public static List<Long> enqueueBatch(DSLContext dsl, List<Row> rows, String traceParent) {
     int n = rows.size();
     if (n == 0) {
       return List.of();
@@ -114,9 +148,20 @@ public final class EnqueueQueries {
       dedupeKeys[i] = r.dedupeKey();
       anyDedupe |= r.dedupeKey() != null;
     }
+    var call = traceParent == null
+        ? ENQUEUE_BATCH.call(kinds, payloads, queues, anyTenant ? tenants : null,
+            anyRunAt ? runAts : null, priorities, maxAttempts, anyDedupe ? dedupeKeys : null)
+        : ENQUEUE_BATCH.call(
+            DSL.when(DSL.function("set_config", String.class, DSL.inline("pgtask.trace_parent"),
+                DSL.val(traceParent), DSL.inline(true)).isNull(), DSL.castNull(SQLDataType.CLOB.array()))
+                .otherwise(DSL.val(kinds, SQLDataType.CLOB.array())),
+            DSL.val(payloads, SQLDataType.JSONB.array()), DSL.val(queues, SQLDataType.CLOB.array()),
+            DSL.val(anyTenant ? tenants : null, SQLDataType.CLOB.array()),
+            DSL.val(anyRunAt ? runAts : null, SQLDataType.TIMESTAMPWITHTIMEZONE.array()),
+            DSL.val(priorities, SQLDataType.INTEGER.array()), DSL.val(maxAttempts, SQLDataType.INTEGER.array()),
+            DSL.val(anyDedupe ? dedupeKeys : null, SQLDataType.CLOB.array()));
     var result = dsl.select(ENQUEUE_BATCH.ORD, ENQUEUE_BATCH.ID)
-        .from(ENQUEUE_BATCH.call(kinds, payloads, queues, anyTenant ? tenants : null,
-            anyRunAt ? runAts : null, priorities, maxAttempts, anyDedupe ? dedupeKeys : null))
+        .from(call)
         .orderBy(ENQUEUE_BATCH.ORD)
         .fetch();
     List<Long> ids = new ArrayList<>(n);

@@ -149,6 +149,11 @@ public class Task extends TableImpl<TaskRecord> {
      */
     public final TableField<TaskRecord, JSONB> ERRORS = createField(DSL.name("errors"), SQLDataType.JSONB, this, "");
 
+    /**
+     * The column <code>pgtask.task.trace_parent</code>.
+     */
+    public final TableField<TaskRecord, String> TRACE_PARENT = createField(DSL.name("trace_parent"), SQLDataType.CLOB, this, "");
+
     private Task(Name alias, Table<TaskRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

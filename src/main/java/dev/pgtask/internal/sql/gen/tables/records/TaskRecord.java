@@ -292,6 +292,21 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         return (JSONB) get(17);
     }
 
+    /**
+     * Setter for <code>pgtask.task.trace_parent</code>.
+     */
+    public TaskRecord setTraceParent(String value) {
+        set(18, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.trace_parent</code>.
+     */
+    public String getTraceParent() {
+        return (String) get(18);
+    }
+
     // -------------------------------------------------------------------------
     // Primary key information
     // -------------------------------------------------------------------------
@@ -315,7 +330,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
     /**
      * Create a detached, initialised TaskRecord
      */
-    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors) {
+    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String traceParent) {
         super(Task.TASK);
 
         setId(id);
@@ -336,6 +351,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         setLeaseUntil(leaseUntil);
         setDedupeKey(dedupeKey);
         setErrors(errors);
+        setTraceParent(traceParent);
         resetChangedOnNotNull();
     }
 }

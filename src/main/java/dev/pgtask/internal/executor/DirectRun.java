@@ -1,0 +1,87 @@
+package dev.pgtask.internal.executor;
+
+import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.sql.ClaimQueries.Claimed;
+import dev.pgtask.internal.sql.gen.enums.TaskState;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Runs claimed tasks in the calling thread, each exactly as an executor thread runs a task taken
+ * alone: the same {@link Executor#runOne} path (its {@link TaskTransaction}: fenced re-lock, tenant
+ * lock, savepoint, handler, completion and COMMIT, or back to the savepoint and the outcome written
+ * by {@link OutcomeWriter} under the task's locks), the same watchdog, the same outcomes
+ * ({@link Outcomes}). Plain-mode completions are written before {@link #run} returns. For
+ * {@code dev.pgtask.testing}; the executor's own threads are never started.
+ *
+ * <p>Owned by one thread at a time; not thread-safe.
+ */
+public final class DirectRun implements AutoCloseable {
+
+  /**
+   * How one attempt ended, as it was counted: {@code outcome} is one of completed, retried,
+   * discarded, snoozed, released, deferred, cancelled, or lost (nothing was written: the claim was
+   * no longer this worker's, or pgtask failed around the task, as the log says).
+   */
+  public record Ran(long taskId, String kind, int attempt, String outcome, String error) {}
+
+  private final Executor executor;
+  private final Map<Long, Ran> counted = new ConcurrentHashMap<>();
+
+  /** {@code config}: the worker's, with its lock namespace resolved. */
+  public DirectRun(WorkerConfig config) {
+    this.executor = new Executor(config, new WorkerStats());
+    executor.writer.observe(this::counted);
+  }
+
+  private void counted(LocalTask t, Outcome o, TaskState result) {
+    String name;
+    if (o instanceof Outcome.Deferred && result != TaskState.cancelled) {
+      name = "deferred";
+    } else if (result == null) {
+      name = "lost";
+    } else if (result == TaskState.cancelled) {
+      name = "cancelled";
+    } else if (result == TaskState.discarded) {
+      name = "discarded";
+    } else {
+      name = o.name();
+    }
+    String error = o instanceof Outcome.Failed f ? f.error() : null;
+    counted.put(t.id(), new Ran(t.id(), t.claimed.kind(), t.claimed.attempt(), name, error));
+  }
+
+  /** Runs one task claimed with the config's worker id; returns how its attempt ended. */
+  public Ran run(Claimed claimed) {
+    executor.claimStarting();
+    LocalTask t = executor.register(List.of(claimed), System.nanoTime()).get(0);
+    Executor.Worker w = executor.new Worker();
+    try {
+      // a plain task whose start could not be checked waits for its next turn: give it a few
+      for (int turn = 0; turn < 5; turn++) {
+        Executor.withMdc(t, () -> executor.runOne(w, t, true));
+        while (!w.alone.isEmpty()) {
+          LocalTask again = w.alone.poll();
+          Executor.withMdc(again, () -> executor.runOne(w, again, true));
+        }
+        executor.commit(w);
+        if (!executor.ready.remove(t)) {
+          break;
+        }
+      }
+      executor.completer.flushRemaining();
+    } finally {
+      Thread.interrupted(); // an interrupt meant for the handler must not reach the caller
+    }
+    Ran ran = counted.remove(t.id());
+    return ran != null ? ran : new Ran(t.id(), claimed.kind(), claimed.attempt(), "lost", null);
+  }
+
+  /** Stops the watchdog thread. */
+  @Override
+  public void close() {
+    executor.watchdog.shutdownNow();
+  }
+}
