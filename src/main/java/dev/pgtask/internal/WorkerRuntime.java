@@ -51,7 +51,7 @@ public final class WorkerRuntime {
     this.listener = new Listener(config, producer::wake, executor::hint, executor::checkHeldNow);
     executor.listeningSince(listener::listeningSince);
     executor.onDueIn(producer::dueIn);
-    this.maintenance = new Maintenance(config, stats, producer::wake, this::heartbeat);
+    this.maintenance = new Maintenance(config, stats, producer::wake, this::register);
   }
 
   public void start() {
@@ -144,12 +144,6 @@ public final class WorkerRuntime {
   /** Wakes the producer as a notification would. */
   public void wake() {
     producer.wake();
-  }
-
-  private void heartbeat() {
-    if (WorkerQueries.heartbeat(Sql.using(config.dataSource()), config.workerId()) == 0) {
-      register();
-    }
   }
 
   public Stats stats() {
