@@ -52,7 +52,7 @@ public final class WorkerRuntime {
     executor.listeningSince(listener::listeningSince);
     executor.onDueIn(producer::dueIn);
     listener.onDue(producer::dueIn);
-    this.maintenance = new Maintenance(config, stats, producer::wake, this::heartbeat);
+    this.maintenance = new Maintenance(config, stats, producer::wake, this::register);
   }
 
   public void start() {
@@ -145,12 +145,6 @@ public final class WorkerRuntime {
   /** Wakes the producer as a notification would. */
   public void wake() {
     producer.wake();
-  }
-
-  private void heartbeat() {
-    if (WorkerQueries.heartbeat(Sql.using(config.dataSource()), config.workerId()) == 0) {
-      register();
-    }
   }
 
   public Stats stats() {

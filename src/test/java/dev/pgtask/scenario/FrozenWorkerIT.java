@@ -48,10 +48,10 @@ class FrozenWorkerIT {
       // the task sleeps 1.5 s in its handler, inside its transaction: the freeze catches it there
       long taskId = Long.parseLong(sql.text(
           "SELECT pgtask.enqueue('demo.record', '{\"ms\": 1500}', tenant => 'frozen-tenant')"));
-      // the zombie runs no rescue pass during the test (first pass after 30 min or more): a worker
-      // frozen inside a rescue pass would block everyone's rescue (ZombieRescuePassIT, a known bug)
+      // the zombie starts alone and leads maintenance: frozen, it loses the lease after two beats
+      // (MaintenanceLeaderIT), and the rescuer takes it (ZombieRescuePassIT: frozen inside a pass)
       WorkerProcess zombie = WorkerProcess.start(db, "zombie",
-          Faults.args("zombie", "--task-timeout", TASK_TIMEOUT.toMillis() + "ms", "--rescue-interval", "1h"));
+          Faults.args("zombie", "--task-timeout", TASK_TIMEOUT.toMillis() + "ms"));
       workers.add(zombie);
       await("zombie executing the task").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20))
           .until(() -> Faults.executingOn(sql, "zombie") == 1);

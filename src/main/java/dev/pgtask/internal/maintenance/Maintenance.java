@@ -18,27 +18,43 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Maintenance passes run by every worker, coordinated through the database: each pass runs in its
- * own short transaction after {@code pg_try_advisory_xact_lock(namespace, key)}; if another worker
- * holds the key the pass is skipped. No leader, no session lock.
+ * The cluster's maintenance, run by one elected worker at a time: the maintenance leader, the
+ * holder of the lease row {@code pgtask.maintenance_lease} (expiry on the database's clock, never a
+ * session lock). Every worker runs a tick every beat ({@link #beatInterval}: the rescue interval,
+ * at most 10 s and at most a third of the claim lease): one statement that refreshes its heartbeat
+ * and takes the lease when it has expired ({@code pgtask.maintenance_turn}). The holder renews it
+ * for three beats ({@link #leaderLease}) at each tick; a dead or frozen holder is replaced when its
+ * lease has expired, at the next tick of another worker: within four beats of its last renewal.
+ * Every pass of the leader starts its transaction with the same statement and runs only when it
+ * returned the lease, so a leader that was frozen past its lease finds out before it runs a pass;
+ * the lease row stays locked by that transaction until the pass ends, so no other worker takes the
+ * lease in the middle of one.
  *
+ * <p>The leader's passes, each in its own short transaction with server-side timeouts:
  * <ul>
- *   <li>rescue (every rescue interval): running tasks whose lease expired and whose row no live
- *       transaction holds become retryable (or discarded) again;</li>
- *   <li>tenant repair (every second): (tenant, queue) pairs left with waiting tasks and no head get one;</li>
- *   <li>retention (every 30 s, or every half of a shorter retention): finished tasks past their
- *       retention are deleted in batches;</li>
- *   <li>vacuum (checked every 15 s): one worker vacuums the task table when it holds many dead row
- *       versions, for servers where autovacuum is off or too slow;</li>
- *   <li>unhandled kinds (every 30 s, each worker for its own queues): due tasks whose kind no live
- *       worker of their queue handles are logged as a WARN naming queue, kind and count, at most
- *       once every 5 minutes per queue and kind.</li>
+ *   <li>the rescue round (every rescue interval, at once when it becomes leader, in the tick's
+ *       transaction): running tasks whose lease expired and whose row no live transaction holds
+ *       become retryable (or discarded) again; cancel requests that no longer stand are deleted;
+ *       (tenant, queue) pairs left with waiting tasks and no head get one (tenant repair: the only
+ *       event that leaves a pair headless is an enqueue that commits while the head it waited behind
+ *       finishes, so the repair comes with the rescue round instead of a pass of its own); the dead
+ *       row versions of the task table are read for the vacuum;</li>
+ *   <li>vacuum (after a rescue round that read {@value #VACUUM_DEAD_TUPLES} dead row versions or
+ *       more, at most every 15 s): the task table is vacuumed, for servers where autovacuum is off
+ *       or too slow;</li>
+ *   <li>retention (every 30 s, or every half of a shorter retention when that is less): finished
+ *       tasks past their retention are deleted in batches, and stale worker rows;</li>
+ *   <li>unhandled kinds (every 30 s): due tasks whose kind no live worker of their queue handles are
+ *       logged as a WARN naming queue, kind and count, at most once every 5 minutes per queue and
+ *       kind.</li>
  * </ul>
+ * The public pass methods run a pass at once on any worker, leader or not (tests, operations):
+ * each kind of pass is then kept to one at a time in the cluster by its transaction-level advisory
+ * lock {@code (namespace, key)}.
  */
 public final class Maintenance extends Service {
 
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
-  private static final Duration TENANT_REPAIR_INTERVAL = Duration.ofSeconds(1);
   private static final Duration PRUNE_INTERVAL = Duration.ofSeconds(30);
   private static final Duration MIN_PRUNE_INTERVAL = Duration.ofSeconds(1);
   private static final Duration HEARTBEAT_INTERVAL = Duration.ofSeconds(10);
@@ -59,25 +75,43 @@ public final class Maintenance extends Service {
   private final WorkerConfig config;
   private final WorkerStats stats;
   private final Runnable wakeProducer;
-  private final Runnable heartbeat;
+  private final Runnable register;
+  private final long beatNanos;
+  private final Duration leaderLease;
+  // the term of the lease this worker holds, or null; written by the maintenance thread
+  private volatile Long term;
+  // System.nanoTime() of the last rescue round; the maintenance thread's own
+  private long lastRescueRound;
   // the passes and when each is due next (System.nanoTime()); the maintenance thread's own
   private final List<Pass> passes = new ArrayList<>();
   private final Object sleeper = new Object();
   // "queue kind" -> System.nanoTime() of the last warning; written and read by the maintenance thread only
   private final java.util.Map<String, Long> unhandledWarnedAt = new java.util.HashMap<>();
 
-  public Maintenance(WorkerConfig config, WorkerStats stats, Runnable wakeProducer, Runnable heartbeat) {
+  /**
+   * {@code register}: registers the worker again (its row was pruned while it was away); the
+   * heartbeat is the tick's.
+   */
+  public Maintenance(WorkerConfig config, WorkerStats stats, Runnable wakeProducer, Runnable register) {
     super("pgtask-maintenance-" + config.workerId(), 1);
     this.config = config;
     this.stats = stats;
     this.wakeProducer = wakeProducer;
-    this.heartbeat = heartbeat;
-    schedule(config.rescueInterval(), this::rescuePass);
-    schedule(TENANT_REPAIR_INTERVAL, this::tenantRepairPass);
-    schedule(pruneInterval(config), this::prunePass);
-    schedule(HEARTBEAT_INTERVAL, heartbeat);
-    schedule(VACUUM_CHECK_INTERVAL, this::vacuumPass);
-    schedule(UNHANDLED_CHECK_INTERVAL, this::unhandledKindsPass);
+    this.register = register;
+    Duration beat = beatInterval(config);
+    this.beatNanos = beat.toNanos();
+    this.leaderLease = leaderLease(config);
+    schedule(beat, this::tick);
+    schedule(pruneInterval(config), () -> {
+      if (leads()) {
+        leaderPrunePass();
+      }
+    });
+    schedule(UNHANDLED_CHECK_INTERVAL, () -> {
+      if (leads()) {
+        leaderUnhandledKindsPass();
+      }
+    });
     if (config.metrics() != dev.pgtask.PgTaskMetrics.NOOP) {
       schedule(QUEUE_SAMPLE_INTERVAL, this::sampleQueues);
     }
@@ -126,6 +160,7 @@ public final class Maintenance extends Service {
       }
       next.due = System.nanoTime() + next.periodNanos;
     }
+    releaseLease();
   }
 
   @Override
@@ -149,6 +184,205 @@ public final class Maintenance extends Service {
     return half.compareTo(PRUNE_INTERVAL) < 0 ? half : PRUNE_INTERVAL;
   }
 
+  /**
+   * The tick's period: the rescue interval, at most {@link #HEARTBEAT_INTERVAL} (the heartbeat's
+   * period) and at most a third of the claim lease.
+   */
+  static Duration beatInterval(WorkerConfig config) {
+    Duration beat = config.rescueInterval();
+    if (beat.compareTo(HEARTBEAT_INTERVAL) > 0) {
+      beat = HEARTBEAT_INTERVAL;
+    }
+    Duration third = config.leaseDuration().dividedBy(3);
+    if (beat.compareTo(third) > 0) {
+      beat = third;
+    }
+    return beat.compareTo(MIN_BEAT) < 0 ? MIN_BEAT : beat;
+  }
+
+  private static final Duration MIN_BEAT = Duration.ofMillis(10);
+
+  /**
+   * How long the leader holds the lease after each renewal: three beats (a tick or two late under
+   * load is not a loss of the lease).
+   */
+  static Duration leaderLease(WorkerConfig config) {
+    return beatInterval(config).multipliedBy(3);
+  }
+
+  /** Whether this worker held the maintenance lease at its last tick or pass. */
+  public boolean leads() {
+    return term != null;
+  }
+
+  /**
+   * One tick: the heartbeat and the lease in one statement; for the leader, in the transaction of
+   * its rescue round when that is due (every rescue interval), else a renewal only.
+   */
+  void tick() {
+    if (term == null) {
+      MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(Sql.using(config.dataSource()),
+          config.workerId(), leaderLease, true);
+      registered(t);
+      if (t.term() == null) {
+        return;
+      }
+      // taken: the round below renews it in its own transaction and rescues at once
+      termIs(t.term());
+      lastRescueRound = System.nanoTime() - config.rescueInterval().toNanos();
+    }
+    rescueRound();
+  }
+
+  private void registered(MaintenanceQueries.Turn t) {
+    if (Boolean.FALSE.equals(t.registered())) {
+      register.run();
+    }
+  }
+
+  /** Records the turn's answer: the term held, or null (logs a change of leadership). */
+  private void termIs(Long now) {
+    Long before = term;
+    term = now;
+    if (now != null && !now.equals(before)) {
+      log.info("pgtask worker {} leads maintenance (term {}, lease {} ms)", config.workerId(), now,
+          leaderLease.toMillis());
+    } else if (now == null && before != null) {
+      log.info("pgtask worker {} no longer leads maintenance (its term {} ended: its lease expired and "
+          + "another worker took it); it runs no maintenance pass", config.workerId(), before);
+    }
+  }
+
+  /**
+   * The leader's tick: renews the lease (and the heartbeat) first in the transaction; when the
+   * rescue round is due, rescues expired claims, deletes cancel requests that no longer stand,
+   * repairs tenant heads and reads the task table's dead row versions in that transaction, then
+   * vacuums if they are many.
+   */
+  private void rescueRound() {
+    boolean due = System.nanoTime() - lastRescueRound >= config.rescueInterval().toNanos() - beatNanos / 2;
+    long[] found = new long[3]; // rescued, repaired, dead tuples
+    boolean ran;
+    try (Connection c = config.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        DSLContext tx = Sql.using(c);
+        boolean locked = MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(),
+            MaintenanceQueries.RESCUE_LOCK_KEY, PASS_SERVER_TIMEOUT);
+        MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, true);
+        ran = t.term() != null && due && locked;
+        if (ran) {
+          found[0] = MaintenanceQueries.rescueExpired(tx, RESCUE_BATCH);
+          MaintenanceQueries.pruneCancelRequests(tx);
+          found[1] = MaintenanceQueries.repairTenantHeads(tx);
+          found[2] = MaintenanceQueries.deadTuples(tx);
+        }
+        c.commit();
+        registered(t);
+        termIs(t.term());
+      } catch (RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e.getMessage(), e);
+    }
+    if (!ran) {
+      return;
+    }
+    lastRescueRound = System.nanoTime();
+    rescued((int) found[0]);
+    if (found[1] > 0) {
+      wakeProducer.run();
+    }
+    if (found[2] >= VACUUM_DEAD_TUPLES && MaintenanceQueries.takeVacuumTurn(Sql.using(config.dataSource()),
+        VACUUM_CHECK_INTERVAL)) {
+      MaintenanceQueries.vacuumTasks(Sql.using(config.dataSource()));
+    }
+  }
+
+  private void rescued(int n) {
+    if (n > 0) {
+      stats.rescued.addAndGet(n);
+      config.metrics().rescued(n);
+      log.info("pgtask: rescued {} task(s) of lost workers", n);
+      wakeProducer.run();
+    }
+  }
+
+  /** The leader's retention pass: each batch's transaction first renews the lease, or stops. */
+  private void leaderPrunePass() {
+    for (int i = 0; i < PRUNE_MAX_BATCHES; i++) {
+      boolean first = i == 0;
+      int n = inLeaderTransaction(MaintenanceQueries.PRUNE_LOCK_KEY, tx -> {
+        if (first) {
+          WorkerQueries.pruneStale(tx, STALE_WORKER_AGE);
+        }
+        return MaintenanceQueries.pruneFinished(tx, config.completedRetention(), config.failedRetention(), PRUNE_BATCH);
+      });
+      if (n < PRUNE_BATCH) {
+        break;
+      }
+    }
+  }
+
+  /** The leader's unhandled-kinds pass, over every queue a live worker serves. */
+  private void leaderUnhandledKindsPass() {
+    java.util.List<MaintenanceQueries.Unhandled> found = new java.util.ArrayList<>();
+    inLeaderTransaction(MaintenanceQueries.UNHANDLED_LOCK_KEY, tx -> {
+      found.addAll(MaintenanceQueries.unhandledKinds(tx, null));
+      return 0;
+    });
+    warnUnhandled(found);
+  }
+
+  /**
+   * Runs {@code pass} in a transaction that first takes the pass's lock (with the server-side
+   * timeouts) and renews the lease; a worker that finds it no longer holds the lease runs nothing.
+   * Returns the pass's count, -1 when it did not run.
+   */
+  private int inLeaderTransaction(int key, ToIntFunction<DSLContext> pass) {
+    try (Connection c = config.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        DSLContext tx = Sql.using(c);
+        int n = -1;
+        boolean locked = MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(), key, PASS_SERVER_TIMEOUT);
+        MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, false);
+        if (t.term() != null && locked) {
+          n = pass.applyAsInt(tx);
+        }
+        c.commit();
+        termIs(t.term());
+        return n;
+      } catch (RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e.getMessage(), e);
+    }
+  }
+
+  /** At stop: a leader gives the lease up, so that another worker takes it at its next tick. */
+  private void releaseLease() {
+    if (term == null) {
+      return;
+    }
+    try {
+      MaintenanceQueries.releaseMaintenanceLease(Sql.using(config.dataSource()), config.workerId());
+      log.info("pgtask worker {} released the maintenance lease (term {})", config.workerId(), term);
+    } catch (RuntimeException e) {
+      log.warn("pgtask worker {}: could not release the maintenance lease ({}); it expires within {} ms",
+          config.workerId(), e.getMessage(), leaderLease.toMillis());
+    }
+    term = null;
+  }
+
   private void schedule(Duration interval, Runnable pass) {
     passes.add(new Pass(Math.max(1, interval.toNanos()), pass));
   }
@@ -163,12 +397,7 @@ public final class Maintenance extends Service {
       MaintenanceQueries.pruneCancelRequests(tx);
       return rescued;
     });
-    if (n > 0) {
-      stats.rescued.addAndGet(n);
-      config.metrics().rescued(n);
-      log.info("pgtask: rescued {} task(s) of lost workers", n);
-      wakeProducer.run();
-    }
+    rescued(n);
     return n;
   }
 
@@ -228,9 +457,13 @@ public final class Maintenance extends Service {
    * pgtask.health). Returns the queue and kind pairs it warned about.
    */
   public java.util.List<MaintenanceQueries.Unhandled> unhandledKindsPass() {
+    return warnUnhandled(MaintenanceQueries.unhandledKinds(Sql.using(config.dataSource()), config.queues()));
+  }
+
+  private java.util.List<MaintenanceQueries.Unhandled> warnUnhandled(java.util.List<MaintenanceQueries.Unhandled> found) {
     java.util.List<MaintenanceQueries.Unhandled> warned = new java.util.ArrayList<>();
     long now = System.nanoTime();
-    for (var u : MaintenanceQueries.unhandledKinds(Sql.using(config.dataSource()), config.queues())) {
+    for (var u : found) {
       Long last = unhandledWarnedAt.get(u.queue() + " " + u.kind());
       if (last != null && now - last < UNHANDLED_WARN_INTERVAL.toNanos()) {
         continue;

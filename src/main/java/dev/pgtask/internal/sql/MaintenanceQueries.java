@@ -30,6 +30,32 @@ public final class MaintenanceQueries {
   public static final int TENANT_REPAIR_LOCK_KEY = -2;
   /** Lock key of the retention pass. */
   public static final int PRUNE_LOCK_KEY = -3;
+  /** Lock key of the unhandled-kinds pass. */
+  public static final int UNHANDLED_LOCK_KEY = -4;
+
+  /**
+   * What {@code pgtask.maintenance_turn} answered: the term of the maintenance lease the caller
+   * holds now, or null when another worker holds it; whether the caller's worker row was there
+   * (null when the turn carried no heartbeat).
+   */
+  public record Turn(Long term, Boolean registered) {}
+
+  /**
+   * Takes or renews the maintenance lease for {@code lease} on the database's clock, and with
+   * {@code heartbeat} refreshes the worker's heartbeat in the same statement. Locks: the lease row
+   * when the caller holds or takes the lease (until the transaction ends), its worker row.
+   */
+  public static Turn maintenanceTurn(DSLContext dsl, String workerId, Duration lease, boolean heartbeat) {
+    var turn = dev.pgtask.internal.sql.gen.Tables.MAINTENANCE_TURN.call(workerId,
+        (int) Math.min(Integer.MAX_VALUE, Math.max(1, lease.toMillis())), heartbeat);
+    var r = dsl.select(turn.TERM, turn.REGISTERED).from(turn).fetchOne();
+    return new Turn(r.value1(), r.value2());
+  }
+
+  /** Gives up the maintenance lease if {@code workerId} holds it; returns whether it did. Locks: the lease row. */
+  public static boolean releaseMaintenanceLease(DSLContext dsl, String workerId) {
+    return Boolean.TRUE.equals(dsl.select(Routines.releaseMaintenanceLease(DSL.val(workerId))).fetchOne().value1());
+  }
 
   private MaintenanceQueries() {}
 
@@ -144,14 +170,15 @@ public final class MaintenanceQueries {
   public record Unhandled(String queue, String kind, long tasks) {}
 
   /**
-   * Due tasks in the given queues whose kind no live worker (pgtask.workers) serving their queue
-   * handles, per queue and kind, from {@code pgtask.unrunnable}. Locks: none.
+   * Due tasks in the given queues (all queues when {@code queues} is null) whose kind no live worker
+   * (pgtask.workers) serving their queue handles, per queue and kind, from {@code pgtask.unrunnable}.
+   * Locks: none.
    */
   public static java.util.List<Unhandled> unhandledKinds(DSLContext dsl, java.util.List<String> queues) {
     var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
     return dsl.select(u.QUEUE, u.KIND, u.TASKS).from(u)
         .where(u.REASON.eq(DSL.inline("unhandled_kind")))
-        .and(u.QUEUE.in(queues))
+        .and(queues == null ? DSL.noCondition() : u.QUEUE.in(queues))
         .orderBy(u.QUEUE, u.KIND)
         .fetch(r -> new Unhandled(r.value1(), r.value2(), r.value3()));
   }

@@ -5,12 +5,14 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
+import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.records.CancelRequestRecord;
+import dev.pgtask.internal.sql.gen.tables.records.MaintenanceLeaseRecord;
 import dev.pgtask.internal.sql.gen.tables.records.PausedQueueRecord;
 import dev.pgtask.internal.sql.gen.tables.records.SettingsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
@@ -35,6 +37,7 @@ public class Keys {
     // -------------------------------------------------------------------------
 
     public static final UniqueKey<CancelRequestRecord> CANCEL_REQUEST_PKEY = Internal.createUniqueKey(CancelRequest.CANCEL_REQUEST, DSL.name("cancel_request_pkey"), new TableField[] { CancelRequest.CANCEL_REQUEST.TASK_ID }, true);
+    public static final UniqueKey<MaintenanceLeaseRecord> MAINTENANCE_LEASE_PKEY = Internal.createUniqueKey(MaintenanceLease.MAINTENANCE_LEASE, DSL.name("maintenance_lease_pkey"), new TableField[] { MaintenanceLease.MAINTENANCE_LEASE.ID }, true);
     public static final UniqueKey<PausedQueueRecord> PAUSED_QUEUE_PKEY = Internal.createUniqueKey(PausedQueue.PAUSED_QUEUE, DSL.name("paused_queue_pkey"), new TableField[] { PausedQueue.PAUSED_QUEUE.QUEUE }, true);
     public static final UniqueKey<SettingsRecord> SETTINGS_PKEY = Internal.createUniqueKey(Settings.SETTINGS, DSL.name("settings_pkey"), new TableField[] { Settings.SETTINGS.SINGLETON }, true);
     public static final UniqueKey<TaskRecord> TASK_PKEY = Internal.createUniqueKey(Task.TASK, DSL.name("task_pkey"), new TableField[] { Task.TASK.ID }, true);

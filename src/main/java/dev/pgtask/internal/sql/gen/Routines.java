@@ -9,12 +9,15 @@ import dev.pgtask.internal.sql.gen.routines.DeleteTask;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
 import dev.pgtask.internal.sql.gen.routines.GrantProducer;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
+import dev.pgtask.internal.sql.gen.routines.ReleaseMaintenanceLease;
 import dev.pgtask.internal.sql.gen.routines.RetryTask;
 import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.UpdateTask;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -220,6 +223,44 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.release_maintenance_lease</code>
+     */
+    public static Boolean releaseMaintenanceLease(
+          Configuration configuration
+        , String pWorker
+    ) {
+        ReleaseMaintenanceLease f = new ReleaseMaintenanceLease();
+        f.setPWorker(pWorker);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.release_maintenance_lease</code> as a field.
+     */
+    public static Field<Boolean> releaseMaintenanceLease(
+          String pWorker
+    ) {
+        ReleaseMaintenanceLease f = new ReleaseMaintenanceLease();
+        f.setPWorker(pWorker);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.release_maintenance_lease</code> as a field.
+     */
+    public static Field<Boolean> releaseMaintenanceLease(
+          Field<String> pWorker
+    ) {
+        ReleaseMaintenanceLease f = new ReleaseMaintenanceLease();
+        f.setPWorker(pWorker);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.retry_task</code>
      */
     public static void retryTask(
@@ -375,6 +416,52 @@ public class Routines {
             priorities,
             maxAttempts,
             dedupeKeys
+        );
+    }
+
+    /**
+     * Call <code>pgtask.maintenance_turn</code>.
+     */
+    public static Result<MaintenanceTurnRecord> maintenanceTurn(
+          Configuration configuration
+        , String pWorker
+        , Integer pLeaseMs
+        , Boolean pHeartbeat
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.MaintenanceTurn.MAINTENANCE_TURN.call(
+              pWorker
+            , pLeaseMs
+            , pHeartbeat
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.maintenance_turn</code> as a table.
+     */
+    public static MaintenanceTurn maintenanceTurn(
+          String pWorker
+        , Integer pLeaseMs
+        , Boolean pHeartbeat
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.MaintenanceTurn.MAINTENANCE_TURN.call(
+            pWorker,
+            pLeaseMs,
+            pHeartbeat
+        );
+    }
+
+    /**
+     * Get <code>pgtask.maintenance_turn</code> as a table.
+     */
+    public static MaintenanceTurn maintenanceTurn(
+          Field<String> pWorker
+        , Field<Integer> pLeaseMs
+        , Field<Boolean> pHeartbeat
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.MaintenanceTurn.MAINTENANCE_TURN.call(
+            pWorker,
+            pLeaseMs,
+            pHeartbeat
         );
     }
 }

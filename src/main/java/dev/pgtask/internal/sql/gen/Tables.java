@@ -7,6 +7,9 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
+import dev.pgtask.internal.sql.gen.tables.MaintenanceLeader;
+import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
+import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
@@ -19,6 +22,7 @@ import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
 
 import java.time.OffsetDateTime;
 
@@ -128,6 +132,67 @@ public class Tables {
      * The table <code>pgtask.health</code>.
      */
     public static final Health HEALTH = Health.HEALTH;
+
+    /**
+     * The table <code>pgtask.maintenance_leader</code>.
+     */
+    public static final MaintenanceLeader MAINTENANCE_LEADER = MaintenanceLeader.MAINTENANCE_LEADER;
+
+    /**
+     * The table <code>pgtask.maintenance_lease</code>.
+     */
+    public static final MaintenanceLease MAINTENANCE_LEASE = MaintenanceLease.MAINTENANCE_LEASE;
+
+    /**
+     * p_worker text, p_lease_ms integer, p_heartbeat boolean
+     */
+    public static final MaintenanceTurn MAINTENANCE_TURN = MaintenanceTurn.MAINTENANCE_TURN;
+
+    /**
+     * Call <code>pgtask.maintenance_turn</code>.
+     */
+    public static Result<MaintenanceTurnRecord> MAINTENANCE_TURN(
+          Configuration configuration
+        , String pWorker
+        , Integer pLeaseMs
+        , Boolean pHeartbeat
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.MaintenanceTurn.MAINTENANCE_TURN.call(
+              pWorker
+            , pLeaseMs
+            , pHeartbeat
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.maintenance_turn</code> as a table.
+     */
+    public static MaintenanceTurn MAINTENANCE_TURN(
+          String pWorker
+        , Integer pLeaseMs
+        , Boolean pHeartbeat
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.MaintenanceTurn.MAINTENANCE_TURN.call(
+            pWorker,
+            pLeaseMs,
+            pHeartbeat
+        );
+    }
+
+    /**
+     * Get <code>pgtask.maintenance_turn</code> as a table.
+     */
+    public static MaintenanceTurn MAINTENANCE_TURN(
+          Field<String> pWorker
+        , Field<Integer> pLeaseMs
+        , Field<Boolean> pHeartbeat
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.MaintenanceTurn.MAINTENANCE_TURN.call(
+            pWorker,
+            pLeaseMs,
+            pHeartbeat
+        );
+    }
 
     /**
      * The table <code>pgtask.paused_queue</code>.

@@ -1,0 +1,91 @@
+package dev.pgtask.bench;
+
+import dev.pgtask.testsupport.Db;
+import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.WorkerProcess;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.awaitility.Awaitility;
+
+/**
+ * The cost of idle workers to the server: committed transactions per second in their database
+ * ({@code pg_stat_database.xact_commit}), with {@code n} idle worker processes and no tasks. Used by
+ * {@code IdleCostIT} (a generous bound) and by {@code main} (the figures in docs/benchmarks.md).
+ *
+ * <pre>
+ * mvn -q test-compile dependency:build-classpath -Dmdep.outputFile=target/test-classpath.txt -Dmdep.includeScope=test
+ * java -cp target/test-classes:target/classes:$(cat target/test-classpath.txt) dev.pgtask.bench.IdleCost 1 16 60
+ * </pre>
+ * Arguments: worker counts (any number of them), then the measuring window in seconds.
+ */
+public final class IdleCost {
+
+  private IdleCost() {}
+
+  /** Transactions per second committed in the database while {@code n} workers idle. */
+  public record Result(int workers, double seconds, long transactions) {
+    public double perSecond() {
+      return transactions / seconds;
+    }
+
+    public double perWorkerPerSecond() {
+      return perSecond() / workers;
+    }
+
+    @Override
+    public String toString() {
+      return String.format(Locale.ROOT, "%d idle worker(s): %d transactions in %.1f s = %.2f/s, %.3f/s per worker",
+          workers, transactions, seconds, perSecond(), perWorkerPerSecond());
+    }
+  }
+
+  /**
+   * Starts {@code n} workers (default settings, demo handlers) on a fresh database, lets them settle
+   * for {@code settle}, then counts the transactions committed in that database over {@code window}.
+   * The count includes this method's own two reads of the statistics (subtracted).
+   */
+  public static Result measure(int n, Duration settle, Duration window, String... extraArgs) throws Exception {
+    List<WorkerProcess> workers = new ArrayList<>();
+    try (TestDatabase db = TestDatabase.create("idle_cost_" + n)) {
+      Db sql = new Db(db);
+      try {
+        for (int i = 0; i < n; i++) {
+          List<String> args = new ArrayList<>(List.of("--worker-id", "idle-" + i));
+          args.addAll(List.of(extraArgs));
+          workers.add(WorkerProcess.start(db, "idle-" + i, args.toArray(String[]::new)));
+        }
+        Awaitility.await("all " + n + " workers listening").atMost(Duration.ofSeconds(120L + 30L * n))
+            .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+            .until(() -> sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                + "AND application_name LIKE 'pgtask listen idle-%'") == n);
+        Thread.sleep(settle.toMillis()); // a benchmark's settling time, not a wait for a condition
+        // the statistics of other backends are flushed at most once a second (idle ones within 10 s)
+        sql.exec("SELECT pg_stat_clear_snapshot()");
+        long before = xacts(sql);
+        long start = System.nanoTime();
+        Thread.sleep(window.toMillis());
+        long after = xacts(sql);
+        double seconds = (System.nanoTime() - start) / 1e9;
+        // our own reads: one of them committed in the window (the first and this one each count once)
+        return new Result(n, seconds, after - before - 1);
+      } finally {
+        for (WorkerProcess w : workers) {
+          w.close();
+        }
+      }
+    }
+  }
+
+  private static long xacts(Db sql) throws Exception {
+    return sql.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
+  }
+
+  public static void main(String[] args) throws Exception {
+    int seconds = Integer.parseInt(args[args.length - 1]);
+    for (int i = 0; i < args.length - 1; i++) {
+      System.out.println(measure(Integer.parseInt(args[i]), Duration.ofSeconds(15), Duration.ofSeconds(seconds)));
+    }
+  }
+}
