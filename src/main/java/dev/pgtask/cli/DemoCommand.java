@@ -79,10 +79,16 @@ public final class DemoCommand implements Callable<Integer> {
       description = "Give up (exit 1) when the tasks are not all done after this. Default: 3m.")
   Duration timeout = Duration.ofMinutes(3);
 
+  @Option(names = "--listen-url", paramLabel = "URL",
+      description = "Where the workers' LISTEN connections go when --url goes through a transaction pooler"
+          + " (PgBouncer pool_mode=transaction): PostgreSQL itself, same forms as --url.")
+  String listenUrl;
+
   @Spec
   CommandSpec spec;
 
   private final List<DemoWorker> started = new ArrayList<>();
+  private String listenJdbcUrl; // the workers' PGTASK_LISTEN_URL, or null
 
   @Override
   public Integer call() throws Exception {
@@ -91,6 +97,12 @@ public final class DemoCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     ConnectionSettings settings = connection.settings();
     settings.checkReachable("pgtask demo");
+    settings = settings.forPooler("pgtask demo");
+    if (listenUrl != null && !listenUrl.isBlank()) {
+      ConnectionSettings listen = ConnectionSettings.resolve(listenUrl);
+      listen.checkReachable("pgtask demo");
+      listenJdbcUrl = listen.jdbcUrl();
+    }
 
     Thread hook = new Thread(this::stopWorkers, "pgtask-demo-cleanup");
     Runtime.getRuntime().addShutdownHook(hook);
@@ -141,7 +153,7 @@ public final class DemoCommand implements Callable<Integer> {
     long t0 = System.nanoTime();
     String prefix = "demo-" + ProcessHandle.current().pid() + "-w";
     for (int i = 1; i <= workers; i++) {
-      started.add(DemoWorker.start(prefix + i, settings, concurrency));
+      started.add(DemoWorker.start(prefix + i, settings, listenJdbcUrl, concurrency));
     }
     out.printf("started %d workers: %s (logs: %s)%n", workers,
         String.join(", ", started.stream().map(w -> w.id + " pid " + w.process.pid()).toList()),
@@ -482,12 +494,22 @@ public final class DemoCommand implements Callable<Integer> {
      * line, which every user of the machine can read ({@code ps}, {@code /proc/<pid>/cmdline}).
      */
     static DemoWorker start(String id, ConnectionSettings settings, int concurrency) throws IOException {
+      return start(id, settings, null, concurrency);
+    }
+
+    /** As {@link #start(String, ConnectionSettings, int)}, with the LISTEN connection to {@code listenUrl} (or none). */
+    static DemoWorker start(String id, ConnectionSettings settings, String listenUrl, int concurrency)
+        throws IOException {
       Path log = Files.createTempFile("pgtask-demo-" + id + "-", ".log");
       ProcessBuilder pb = new ProcessBuilder(command(id, concurrency)).redirectErrorStream(true)
           .redirectOutput(log.toFile());
       Map<String, String> env = pb.environment();
       env.remove("PGPASSWORD");
       env.putAll(environment(settings));
+      env.remove("PGTASK_LISTEN_URL");
+      if (listenUrl != null) {
+        env.put("PGTASK_LISTEN_URL", listenUrl); // in the environment: it may carry a password
+      }
       return new DemoWorker(id, pb.start(), log);
     }
 
