@@ -55,7 +55,7 @@ class PgBouncerIT {
     PgTask pgtask = PgTask.create(db.dataSource());
     Db sql = new Db(db);
     try (WorkerProcess w = WorkerProcess.startWithUrl(db, bouncer.fullUrl(), "deaf", "--queue", "deaf",
-        "--poll-interval", "1s", "--concurrency", "2")) {
+        "--poll-interval", "1s", "--concurrency", "2", "--lease-duration", "90s")) {
       await().atMost(Duration.ofSeconds(60)).until(() -> w.log().contains("receives no notifications"));
       assertThat(w.log()).as("the worker's log").contains("connecting with prepareThreshold=0")
           .contains("--listen-url").doesNotContain("prepared statement \"S_");
@@ -66,7 +66,7 @@ class PgBouncerIT {
           TaskOptions.defaults().withQueue("deaf")));
       await().atMost(Duration.ofSeconds(20)).until(() -> "running".equals(state(sql, running)));
       assertThat(pgtask.cancel(running)).isEqualTo(CancelResult.CANCEL_REQUESTED);
-      // no notification reaches it: read at its next poll (1 s), well before a lease renewal (10 s)
+      // no notification reaches it: read at its next poll (1 s), well before a lease renewal (every 30 s)
       await().atMost(Duration.ofSeconds(7)).until(() -> "cancelled".equals(state(sql, running)));
       assertThat(w.log()).as("one warning").containsOnlyOnce("receives no notifications");
       assertThat(w.terminate(Duration.ofSeconds(40))).isZero();
