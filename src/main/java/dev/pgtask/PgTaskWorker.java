@@ -137,6 +137,7 @@ public final class PgTaskWorker implements AutoCloseable {
       if (runtime != null) {
         throw new IllegalStateException("pgtask worker " + config.workerId() + " was already started");
       }
+      dev.pgtask.internal.pooler.Poolers.checkWorkerPool(config.dataSource(), config.workerId());
       if (config.tenantLockNamespace() == null) {
         config = config.withTenantLockNamespace(WorkerRuntime.readLockNamespace(config.dataSource()));
       }
@@ -207,6 +208,7 @@ public final class PgTaskWorker implements AutoCloseable {
     private final Map<String, HandlerEntry<?>> handlers = new LinkedHashMap<>();
     private final LinkedHashSet<String> queues = new LinkedHashSet<>();
     private Callable<Connection> listenConnectionFactory;
+    private String listenUrl;
     private int concurrency = DEFAULT_CONCURRENCY;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private int prefetch = DEFAULT_PREFETCH;
@@ -386,6 +388,26 @@ public final class PgTaskWorker implements AutoCloseable {
      */
     public Builder listenConnection(Callable<Connection> factory) {
       this.listenConnectionFactory = Objects.requireNonNull(factory, "factory");
+      this.listenUrl = null; // the last of listenConnection and listenUrl wins
+      return this;
+    }
+
+    /**
+     * The JDBC URL of the worker's LISTEN connection, opened with {@code DriverManager} (user and
+     * password in the URL): a direct connection to PostgreSQL when the pool goes through a
+     * transaction pooler such as PgBouncer, where LISTEN cannot work (see docs/deployment.md).
+     * Instead of {@link #listenConnection}; the worker checks at start that a notification
+     * arrives on it, and says so when none does.
+     */
+    public Builder listenUrl(String jdbcUrl) {
+      return listenUrl(jdbcUrl, null, null);
+    }
+
+    /** As {@link #listenUrl(String)}, logging in as {@code user} with {@code password} (either may be null). */
+    public Builder listenUrl(String jdbcUrl, String user, String password) {
+      Objects.requireNonNull(jdbcUrl, "jdbcUrl");
+      this.listenUrl = jdbcUrl;
+      this.listenConnectionFactory = ListenConnections.forUrl(jdbcUrl, user, password);
       return this;
     }
 
@@ -473,6 +495,10 @@ public final class PgTaskWorker implements AutoCloseable {
       if (pgPoolSize > 0 && pgPoolSize < concurrency + 1) {
         errors.add("the connection pool has " + pgPoolSize + " connections; concurrency " + concurrency
             + " needs at least " + (concurrency + 1) + " (one per executing task, one for claims and maintenance)");
+      }
+      if (listenUrl != null && !listenUrl.startsWith("jdbc:postgresql:")) {
+        errors.add("listenUrl must be a pgjdbc URL (jdbc:postgresql://host:port/database), was '"
+            + dev.pgtask.internal.Secrets.redact(listenUrl) + "'");
       }
       Callable<Connection> listen = listenConnectionFactory != null ? listenConnectionFactory
           : ListenConnections.derive(dataSource);

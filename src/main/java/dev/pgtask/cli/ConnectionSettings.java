@@ -241,6 +241,40 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
   }
 
   /**
+   * These settings, fitted to a transaction pooler (PgBouncer with {@code pool_mode = transaction})
+   * found in front of the server by {@link dev.pgtask.internal.pooler.Poolers#probe}: pgjdbc's named
+   * server-side statements collide there, so {@code prepareThreshold=0} is added to the URL, said
+   * once on the log. A URL that asks for a positive {@code prepareThreshold} itself is an error
+   * that says what to change. Without a transaction pooler (or with the threshold already 0),
+   * these settings.
+   */
+  public ConnectionSettings forPooler(String applicationName) {
+    Properties props = driverProperties();
+    props.setProperty("ApplicationName", applicationName);
+    props.setProperty("assumeMinServerVersion", ASSUME_MIN_SERVER_VERSION);
+    dev.pgtask.internal.pooler.Poolers.Probe probe;
+    try {
+      probe = dev.pgtask.internal.pooler.Poolers.probe(() -> DriverManager.getConnection(jdbcUrl, props));
+    } catch (Exception e) {
+      throw cannotConnect(e);
+    }
+    if (!probe.namedStatementsCollide()) {
+      return this;
+    }
+    if (query(jdbcUrl).containsKey("prepareThreshold")) {
+      throw new CliException(ExitCodes.USAGE, describe() + " goes through a transaction pooler (two connections"
+          + " were served by one server session, e.g. PgBouncer with pool_mode = transaction), where pgjdbc's named"
+          + " statements collide, and the URL sets prepareThreshold=" + probe.prepareThreshold()
+          + ": set prepareThreshold=0 in it, or use session pooling");
+    }
+    org.slf4j.LoggerFactory.getLogger(ConnectionSettings.class).info("{} goes through a transaction pooler (e.g."
+        + " PgBouncer with pool_mode = transaction): connecting with prepareThreshold=0, as pgjdbc's named"
+        + " server-side statements would collide there", describe());
+    String url = jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "prepareThreshold=0";
+    return new ConnectionSettings(url, user, password, source);
+  }
+
+  /**
    * The error for a failed connection attempt. The driver's message is passed on without the
    * password (pgjdbc quotes a URL it cannot parse in full, password included).
    */

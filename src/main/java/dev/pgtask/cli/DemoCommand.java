@@ -84,10 +84,16 @@ public final class DemoCommand implements Callable<Integer> {
       + " no server is configured (--url, PGTASK_URL, PG* variables) and none answers on localhost:5432.")
   boolean embedded;
 
+  @Option(names = "--listen-url", paramLabel = "URL",
+      description = "Where the workers' LISTEN connections go when --url goes through a transaction pooler"
+          + " (PgBouncer pool_mode=transaction): PostgreSQL itself, same forms as --url.")
+  String listenUrl;
+
   @Spec
   CommandSpec spec;
 
   private final List<DemoWorker> started = new ArrayList<>();
+  private String listenJdbcUrl; // the workers' PGTASK_LISTEN_URL, or null
 
   @Override
   public Integer call() throws Exception {
@@ -97,6 +103,12 @@ public final class DemoCommand implements Callable<Integer> {
     dev.pgtask.internal.embedded.EmbeddedPostgres[] server = new dev.pgtask.internal.embedded.EmbeddedPostgres[1];
     ConnectionSettings settings = EmbeddedServer.choose(connection.settings(), System.getenv(), embedded, server, out);
     try {
+      settings = settings.forPooler("pgtask demo");
+      if (listenUrl != null && !listenUrl.isBlank()) {
+        ConnectionSettings listen = ConnectionSettings.resolve(listenUrl);
+        listen.checkReachable("pgtask demo");
+        listenJdbcUrl = listen.jdbcUrl();
+      }
       return run(settings, out, err);
     } finally {
       if (server[0] != null) {
@@ -156,7 +168,7 @@ public final class DemoCommand implements Callable<Integer> {
     long t0 = System.nanoTime();
     String prefix = "demo-" + ProcessHandle.current().pid() + "-w";
     for (int i = 1; i <= workers; i++) {
-      started.add(DemoWorker.start(prefix + i, settings, concurrency));
+      started.add(DemoWorker.start(prefix + i, settings, listenJdbcUrl, concurrency));
     }
     out.printf("started %d workers: %s (logs: %s)%n", workers,
         String.join(", ", started.stream().map(w -> w.id + " pid " + w.process.pid()).toList()),
@@ -497,12 +509,22 @@ public final class DemoCommand implements Callable<Integer> {
      * line, which every user of the machine can read ({@code ps}, {@code /proc/<pid>/cmdline}).
      */
     static DemoWorker start(String id, ConnectionSettings settings, int concurrency) throws IOException {
+      return start(id, settings, null, concurrency);
+    }
+
+    /** As {@link #start(String, ConnectionSettings, int)}, with the LISTEN connection to {@code listenUrl} (or none). */
+    static DemoWorker start(String id, ConnectionSettings settings, String listenUrl, int concurrency)
+        throws IOException {
       Path log = Files.createTempFile("pgtask-demo-" + id + "-", ".log");
       ProcessBuilder pb = new ProcessBuilder(command(id, concurrency)).redirectErrorStream(true)
           .redirectOutput(log.toFile());
       Map<String, String> env = pb.environment();
       env.remove("PGPASSWORD");
       env.putAll(environment(settings));
+      env.remove("PGTASK_LISTEN_URL");
+      if (listenUrl != null) {
+        env.put("PGTASK_LISTEN_URL", listenUrl); // in the environment: it may carry a password
+      }
       return new DemoWorker(id, pb.start(), log);
     }
 

@@ -23,6 +23,7 @@ public final class MigrateCommand implements Callable<Integer> {
   public Integer call() {
     ConnectionSettings settings = connection.settings();
     settings.checkReachable("pgtask migrate");
+    settings = settings.forPooler("pgtask migrate");
     try (HikariDataSource pool = settings.openPool("pgtask-migrate", 2, "pgtask migrate")) {
       int applied = Migrations.apply(pool);
       String version = Migrations.currentVersion(pool);

@@ -66,6 +66,12 @@ public final class WorkerCommand implements Callable<Integer> {
       description = "Interval of the maintenance passes (rescue, tenant repair). Default: 10s.")
   Duration rescueInterval;
 
+  @Option(names = "--listen-url", paramLabel = "URL", defaultValue = "${env:PGTASK_LISTEN_URL}",
+      description = "Where the LISTEN connection goes, when --url goes through a transaction pooler (PgBouncer"
+          + " pool_mode=transaction): PostgreSQL itself, same forms as --url, user and password found as for --url."
+          + " Default: PGTASK_LISTEN_URL, else the pool's settings.")
+  String listenUrl;
+
   @Option(names = "--worker-id", paramLabel = "ID",
       description = "This worker's id, recorded on claimed tasks and in application_name. Default: host:pid.")
   String workerId;
@@ -87,11 +93,22 @@ public final class WorkerCommand implements Callable<Integer> {
               + " (your own handlers run in your application with PgTaskWorker)");
     }
 
+    ConnectionSettings listen = listenSettings(settings);
     HikariDataSource pool = settings.openPool("pgtask-worker", concurrency + 2, applicationName);
     PgTaskWorker worker;
     try {
-      worker = build(pool, id);
+      worker = build(pool, id, listen);
       settings.checkReachable(applicationName);
+      ConnectionSettings fitted = settings.forPooler(applicationName);
+      if (fitted != settings) { // a transaction pooler: the pool (not started yet) and the worker with its URL
+        settings = fitted;
+        pool.close();
+        pool = settings.openPool("pgtask-worker", concurrency + 2, applicationName);
+        worker = build(pool, id, listen);
+      }
+      if (listen != null) {
+        listen.checkReachable(applicationName);
+      }
       Migrations.apply(pool);
       if (demoHandlers) {
         DemoHandlers.ensureSchema(pool);
@@ -129,7 +146,15 @@ public final class WorkerCommand implements Callable<Integer> {
     }
   }
 
-  private PgTaskWorker build(HikariDataSource pool, String id) {
+  /** The LISTEN connection's settings from --listen-url (user and password as for --url), or null. */
+  private ConnectionSettings listenSettings(ConnectionSettings pool) {
+    if (listenUrl == null || listenUrl.isBlank()) {
+      return null;
+    }
+    return ConnectionSettings.resolve(listenUrl);
+  }
+
+  private PgTaskWorker build(HikariDataSource pool, String id, ConnectionSettings listen) {
     PgTaskWorker.Builder builder = PgTaskWorker.builder(pool)
         .workerId(id)
         .queues(queues.toArray(String[]::new))
@@ -149,6 +174,9 @@ public final class WorkerCommand implements Callable<Integer> {
     }
     if (rescueInterval != null) {
       builder.rescueInterval(rescueInterval);
+    }
+    if (listen != null) {
+      builder.listenUrl(listen.jdbcUrl(), listen.user(), listen.password());
     }
     if (demoHandlers) {
       DemoHandlers.register(builder);

@@ -92,6 +92,28 @@ public final class ListenConnections {
     return unpooled::getConnection;
   }
 
+  /**
+   * Opens a direct connection with {@code url} (user and password as given, each may be null: then
+   * the URL's own). For the split where the pool goes through a pooler and LISTEN goes to
+   * PostgreSQL itself.
+   */
+  public static Callable<Connection> forUrl(String url, String user, String password) {
+    Properties props = new Properties();
+    if (user != null) {
+      props.setProperty("user", user);
+    }
+    if (password != null) {
+      props.setProperty("password", password);
+    }
+    return () -> {
+      try {
+        return DriverManager.getConnection(url, props);
+      } catch (SQLException e) {
+        throw withoutPassword(e, password);
+      }
+    };
+  }
+
   /** The driver's error without the password it may quote (pgjdbc quotes a URL it cannot parse). */
   private static SQLException withoutPassword(SQLException e, String password) {
     String message = e.getMessage();

@@ -31,7 +31,16 @@ public final class Migrations {
    * @return the number of migrations applied by this call (0 when already up to date)
    */
   public static int apply(DataSource dataSource) {
-    MigrateResult result = flyway(dataSource).migrate();
+    MigrateResult result;
+    try {
+      result = flyway(dataSource).migrate();
+    } catch (RuntimeException e) {
+      if (dev.pgtask.internal.pooler.Poolers.isNamedStatementClash(e)) {
+        throw new dev.pgtask.PgTaskException("pgtask: applying the migrations failed: pgjdbc's named server-side"
+            + " statements collide behind a transaction pooler (" + dev.pgtask.internal.sql.Sql.rootMessage(e) + ")", e);
+      }
+      throw e;
+    }
     return result.migrationsExecuted;
   }
 

@@ -28,6 +28,11 @@ public final class WorkerProcess implements AutoCloseable {
 
   /** Starts a worker with the demo handlers against {@code db}; extra CLI arguments follow. */
   public static WorkerProcess start(TestDatabase db, String name, String... extraArgs) throws IOException {
+    return startWithUrl(db, db.fullUrl(), name, extraArgs);
+  }
+
+  /** As {@link #start(TestDatabase, String, String...)}, connecting with {@code url} (e.g. through PgBouncer). */
+  public static WorkerProcess startWithUrl(TestDatabase db, String url, String name, String... extraArgs) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx256m");
@@ -38,7 +43,7 @@ public final class WorkerProcess implements AutoCloseable {
     cmd.add("dev.pgtask.cli.Main");
     cmd.add("worker");
     cmd.add("--url");
-    cmd.add(db.fullUrl());
+    cmd.add(url);
     cmd.add("--demo-handlers");
     cmd.addAll(List.of(extraArgs));
     Path dir = Path.of("target", "worker-logs");

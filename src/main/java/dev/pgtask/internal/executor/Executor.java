@@ -339,6 +339,15 @@ public final class Executor extends Service {
     return claimsInFlight.get() > 0;
   }
 
+  /**
+   * Asks for a check of the held tasks (cancel requests, claims no longer ours) soon, on the lease
+   * keeper's thread: at each poll, so that a cancellation reaches a running task within a poll
+   * interval even when its notification never arrives.
+   */
+  public void requestCheck() {
+    keeper.requestCheck();
+  }
+
   /** The listener is listening again: what it could not hear meanwhile is read from the database. */
   public void checkHeldNow() {
     keeper.check();

@@ -20,7 +20,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The worker's LISTEN connection: one dedicated session outside the pool.
  *
- * <p>Protocol: connect, name the session ({@code application_name = "pgtask listen <worker>"}),
+ * <p>Protocol: connect, check that notifications arrive on the session (a NOTIFY of its own sent
+ * through the pool; none arrives through a transaction pooler: then warn once and stop, the worker
+ * polls), name the session ({@code application_name = "pgtask listen <worker>"}),
  * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then run the on-listening callback (the
  * worker reads the cancel requests made while it was not listening) and wake the producer once
  * (anything sent while disconnected is lost, so poll). Wait for notifications in slices of the
@@ -132,11 +134,14 @@ public final class Listener extends Service {
         c.setNetworkTimeout(networkTimeoutExecutor, Math.max(5_000, pingMillis * 2));
         c.setAutoCommit(true);
         DSLContext dsl = Sql.using(c);
+        connection = c; // from here, stopping closes it
+        if (!receivesNotifications(c)) {
+          return; // warned: the worker works by polling
+        }
         dsl.select(DSL.function("set_config", SQLDataType.CLOB, DSL.val("application_name"),
             DSL.val(truncate("pgtask listen " + config.workerId())), DSL.inline(false))).fetch();
         dsl.query("LISTEN pgtask").execute();          // constant statements: channel names are
         dsl.query("LISTEN pgtask_control").execute();  // fixed, never built from input
-        connection = c;
         long since = System.nanoTime();
         if (!first) {
           reconnects.incrementAndGet();
@@ -200,6 +205,68 @@ public final class Listener extends Service {
       backoffMillis = Math.min(5_000, backoffMillis * 2);
       onWake.run(); // keep polling while the listener is down
     }
+  }
+
+  /** How long the start probe waits for its own notification. */
+  static final long PROBE_WAIT_MILLIS = 5_000;
+
+  private volatile boolean deaf;
+
+  /** Whether the start probe found that notifications do not arrive on the LISTEN connection (then it stopped). */
+  public boolean deaf() {
+    return deaf;
+  }
+
+  /**
+   * The probe, before anything of pgtask's is registered on the session: LISTEN on a channel of its
+   * own, NOTIFY it from the worker's pool, and wait for the notification here. On a real session it
+   * arrives in milliseconds. Through a transaction pooler the LISTEN went to a server session that
+   * went back to the pool after the statement, so the notification is delivered there (to
+   * whichever client holds that session then), never here: the worker says so once, unregisters
+   * what it can ({@code UNLISTEN *} lands on the pooler's most recently used session, which is
+   * most likely that one), and works by polling.
+   */
+  private boolean receivesNotifications(Connection c) throws Exception {
+    String channel = "pgtask_probe_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+    DSLContext dsl = Sql.using(c);
+    dsl.query("LISTEN " + channel).execute(); // the channel is built from digits and letters only
+    try (Connection notifier = config.dataSource().getConnection()) {
+      notifier.setAutoCommit(true);
+      Sql.using(notifier).select(DSL.function("pg_notify", SQLDataType.CLOB, DSL.val(channel), DSL.val("probe"))).fetch();
+    }
+    PGConnection pg = c.unwrap(PGConnection.class);
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(PROBE_WAIT_MILLIS);
+    while (isRunning()) {
+      long left = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+      if (left <= 0) {
+        break;
+      }
+      PGNotification[] notes = pg.getNotifications((int) left);
+      if (notes != null) {
+        for (PGNotification n : notes) {
+          if (channel.equals(n.getName())) {
+            dsl.query("UNLISTEN " + channel).execute();
+            return true;
+          }
+        }
+      }
+    }
+    if (!isRunning()) {
+      return false;
+    }
+    try {
+      dsl.query("UNLISTEN *").execute();
+    } catch (RuntimeException e) {
+      // closing anyway
+    }
+    deaf = true;
+    log.warn("pgtask worker {}: its LISTEN connection receives no notifications (a NOTIFY sent through its pool did"
+        + " not arrive within {} ms): it probably goes through a transaction pooler (PgBouncer with pool_mode ="
+        + " transaction), where LISTEN lands on a shared server session. Give the worker a direct connection to"
+        + " PostgreSQL for LISTEN: PgTaskWorker.Builder.listenUrl(\"jdbc:postgresql://<postgres host>:5432/<db>\")"
+        + " (CLI: --listen-url); see docs/deployment.md. Until then it works by polling every {}, and reads cancel"
+        + " requests at each poll", config.workerId(), PROBE_WAIT_MILLIS, config.pollInterval());
+    return false;
   }
 
   private void handleControl(String payload) {

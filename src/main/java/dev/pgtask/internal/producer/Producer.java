@@ -146,7 +146,10 @@ public final class Producer extends Service {
         errorBackoff = 100;
         long poll = config.pollInterval().toMillis();
         long jitter = ThreadLocalRandom.current().nextLong(poll / 10 + 1);
-        wakeups.tryAcquire(poll - jitter, TimeUnit.MILLISECONDS);
+        if (!wakeups.tryAcquire(poll - jitter, TimeUnit.MILLISECONDS)) {
+          // a poll: also read the held tasks' cancel requests, which need no notification to arrive
+          executor.requestCheck();
+        }
         wakeups.drainPermits();
       } catch (InterruptedException e) {
         // the flag decides

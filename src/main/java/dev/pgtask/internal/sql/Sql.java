@@ -56,7 +56,13 @@ public final class Sql {
     while (c.getCause() != null && c.getCause() != c) {
       c = c.getCause();
     }
-    return c.getMessage() != null ? c.getMessage() : c.getClass().getSimpleName();
+    String m = c.getMessage() != null ? c.getMessage() : c.getClass().getSimpleName();
+    if (dev.pgtask.internal.pooler.Poolers.isNamedStatementClash(t)) {
+      // pgjdbc's named statements behind a transaction pooler: say what to change
+      m += " (pgjdbc's named server-side statements behind a transaction pooler: "
+          + dev.pgtask.internal.pooler.Poolers.PREPARE_FIX + ")";
+    }
+    return m;
   }
 
   /** The SQLSTATE of the database error behind {@code t}, or {@code null}. */
@@ -99,6 +105,10 @@ public final class Sql {
             default:
               break;
           }
+        }
+        if (dev.pgtask.internal.pooler.Poolers.isNamedStatementClash(p)) {
+          msg += " (pgjdbc's named server-side statements behind a transaction pooler: "
+              + dev.pgtask.internal.pooler.Poolers.PREPARE_FIX + ")";
         }
         return new PgTaskException("pgtask: " + action + " failed: " + msg + " (SQLSTATE " + state + ")", e);
       }

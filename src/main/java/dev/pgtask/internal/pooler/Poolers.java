@@ -1,0 +1,134 @@
+package dev.pgtask.internal.pooler;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.postgresql.PGConnection;
+
+/**
+ * Recognizes a transaction pooler (PgBouncer with {@code pool_mode = transaction}, or any pooler
+ * that hands a server session to another client between transactions) in front of PostgreSQL, and
+ * the driver setting that breaks behind one.
+ *
+ * <p>The probe: connection A reads its backend's pid ({@code pg_backend_pid()}) in autocommit; then
+ * connection B, with A still open, opens a transaction and reads its own. A direct connection, or a
+ * session pooler's, keeps its backend for as long as it is open, so B can never be served by A's
+ * backend, and A's next statement runs on the same backend again. Behind a transaction pooler A's
+ * backend went back to the pool after its statement: B is served by it (PgBouncer reuses the most
+ * recently released server first), or, when B was given another one, A's next statement may land
+ * elsewhere. Either observation proves sharing; it costs three one-row statements on two
+ * connections. B's statement waits at most {@value #PROBE_TIMEOUT_MILLIS} ms (a full session pool
+ * makes a second client wait for a server): then nothing is concluded.
+ *
+ * <p>Behind a transaction pooler, pgjdbc's named server-side statements ({@code S_1}, {@code S_2}
+ * ..., created after a statement ran {@code prepareThreshold} times, 5 by default) are created on
+ * one server session and looked up on another: {@code prepared statement "S_1" already exists} or
+ * {@code ... does not exist}. {@code prepareThreshold=0} makes every statement unnamed.
+ */
+public final class Poolers {
+
+  static final int PROBE_TIMEOUT_MILLIS = 5_000;
+
+  /** What to change, for every message that finds named statements behind a transaction pooler. */
+  public static final String PREPARE_FIX = "add prepareThreshold=0 to the JDBC URL (or the pool's data source"
+      + " properties, HikariCP: addDataSourceProperty(\"prepareThreshold\", \"0\")) so that pgjdbc names no"
+      + " server-side statements, or use session pooling; see docs/deployment.md";
+
+  private Poolers() {}
+
+  /** What the probe saw. */
+  public record Probe(boolean sharesSessions, int prepareThreshold) {
+    /** Sessions are shared between clients and pgjdbc names server-side statements: this breaks. */
+    public boolean namedStatementsCollide() {
+      return sharesSessions && prepareThreshold > 0;
+    }
+  }
+
+  /** Probes with two connections from {@code open}; both are closed (returned) before it returns. */
+  public static Probe probe(Callable<Connection> open) throws Exception {
+    try (Connection a = open.call()) {
+      a.setAutoCommit(true);
+      int threshold = a.isWrapperFor(PGConnection.class) ? a.unwrap(PGConnection.class).getPrepareThreshold() : 0;
+      int first = pid(a);
+      try (Connection b = open.call()) {
+        ExecutorService timeouts = Executors.newSingleThreadExecutor(r -> {
+          Thread t = new Thread(r, "pgtask-pooler-probe");
+          t.setDaemon(true);
+          return t;
+        });
+        try {
+          b.setNetworkTimeout(timeouts, PROBE_TIMEOUT_MILLIS);
+          b.setAutoCommit(false);
+          int other;
+          try {
+            other = pid(b);
+          } catch (SQLException e) {
+            return new Probe(false, threshold); // no server for B in time: a full session pool, not sharing
+          }
+          boolean shared = other == first || pid(a) != first;
+          try {
+            b.rollback();
+            b.setAutoCommit(true);
+            b.setNetworkTimeout(null, 0);
+          } catch (SQLException e) {
+            // B is discarded by its pool when it is broken
+          }
+          return new Probe(shared, threshold);
+        } finally {
+          timeouts.shutdownNow();
+        }
+      }
+    }
+  }
+
+  /** Probes with two connections of {@code dataSource}. */
+  public static Probe probe(javax.sql.DataSource dataSource) throws Exception {
+    return probe(dataSource::getConnection);
+  }
+
+  private static int pid(Connection c) throws SQLException {
+    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+      rs.next();
+      return rs.getInt(1);
+    }
+  }
+
+  /**
+   * Whether {@code t} (or a cause) is pgjdbc's named statement meeting another session's, or
+   * missing on the session it landed on: the mark of named statements behind a transaction pooler.
+   */
+  public static boolean isNamedStatementClash(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+      if (c instanceof SQLException e && ("42P05".equals(e.getSQLState()) || "26000".equals(e.getSQLState()))
+          && e.getMessage() != null && e.getMessage().contains("prepared statement \"S_")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Stops a worker whose pool goes through a transaction pooler with named statements, before it
+   * claims anything, with what to change. A probe that cannot run (the database is unreachable)
+   * proves nothing: the worker's start reports that itself.
+   */
+  public static void checkWorkerPool(javax.sql.DataSource dataSource, String workerId) {
+    Probe p;
+    try {
+      p = probe(dataSource);
+    } catch (Exception e) {
+      return;
+    }
+    if (p.namedStatementsCollide()) {
+      throw new dev.pgtask.PgTaskException("pgtask: cannot start worker " + workerId + ": its connection pool"
+          + " goes through a transaction pooler (two of its connections were served by one server session,"
+          + " e.g. PgBouncer with pool_mode = transaction), and pgjdbc names server-side statements there"
+          + " (prepareThreshold=" + p.prepareThreshold() + "), which collide between clients"
+          + " (prepared statement \"S_1\" already exists): " + PREPARE_FIX);
+    }
+  }
+}
