@@ -8,17 +8,21 @@ import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
+import dev.pgtask.internal.sql.gen.tables.PausedQueues;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
+import dev.pgtask.internal.sql.gen.tables.TenantLoad;
+import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.TenantLocks;
 import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 
 import java.time.OffsetDateTime;
 import java.util.Arrays;
@@ -32,6 +36,7 @@ import org.jooq.Result;
 import org.jooq.Sequence;
 import org.jooq.Table;
 import org.jooq.impl.SchemaImpl;
+import org.jooq.types.YearToSecond;
 
 
 /**
@@ -148,6 +153,11 @@ public class Pgtask extends SchemaImpl {
     public final PausedQueue PAUSED_QUEUE = PausedQueue.PAUSED_QUEUE;
 
     /**
+     * The table <code>pgtask.paused_queues</code>.
+     */
+    public final PausedQueues PAUSED_QUEUES = PausedQueues.PAUSED_QUEUES;
+
+    /**
      * The table <code>pgtask.queue_summary</code>.
      */
     public final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
@@ -176,6 +186,50 @@ public class Pgtask extends SchemaImpl {
      * The table <code>pgtask.tenant</code>.
      */
     public final Tenant TENANT = Tenant.TENANT;
+
+    /**
+     * The table <code>pgtask.tenant_load</code>.
+     */
+    public final TenantLoad TENANT_LOAD = TenantLoad.TENANT_LOAD;
+
+    /**
+     * p_window interval
+     */
+    public final TenantLoadOver TENANT_LOAD_OVER = TenantLoadOver.TENANT_LOAD_OVER;
+
+    /**
+     * Call <code>pgtask.tenant_load_over</code>.
+     */
+    public static Result<TenantLoadOverRecord> TENANT_LOAD_OVER(
+          Configuration configuration
+        , YearToSecond pWindow
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+              pWindow
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver TENANT_LOAD_OVER(
+          YearToSecond pWindow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow
+        );
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver TENANT_LOAD_OVER(
+          Field<YearToSecond> pWindow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow
+        );
+    }
 
     /**
      * The table <code>pgtask.tenant_locks</code>.
@@ -225,12 +279,15 @@ public class Pgtask extends SchemaImpl {
             EnqueueBatch.ENQUEUE_BATCH,
             Health.HEALTH,
             PausedQueue.PAUSED_QUEUE,
+            PausedQueues.PAUSED_QUEUES,
             QueueSummary.QUEUE_SUMMARY,
             Running.RUNNING,
             Settings.SETTINGS,
             Task.TASK,
             Tasks.TASKS,
             Tenant.TENANT,
+            TenantLoad.TENANT_LOAD,
+            TenantLoadOver.TENANT_LOAD_OVER,
             TenantLocks.TENANT_LOCKS,
             Unrunnable.UNRUNNABLE,
             Worker.WORKER,

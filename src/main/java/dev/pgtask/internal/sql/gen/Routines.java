@@ -5,16 +5,25 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.routines.CancelTask;
+import dev.pgtask.internal.sql.gen.routines.CheckQueueName;
 import dev.pgtask.internal.sql.gen.routines.DeleteTask;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
+import dev.pgtask.internal.sql.gen.routines.ExplainDuration;
+import dev.pgtask.internal.sql.gen.routines.ExplainTask;
+import dev.pgtask.internal.sql.gen.routines.ExplainTaskJson;
+import dev.pgtask.internal.sql.gen.routines.ExplainTime;
 import dev.pgtask.internal.sql.gen.routines.GrantProducer;
+import dev.pgtask.internal.sql.gen.routines.PauseQueue;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
+import dev.pgtask.internal.sql.gen.routines.ResumeQueue;
 import dev.pgtask.internal.sql.gen.routines.RetryTask;
 import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.UpdateTask;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -23,6 +32,7 @@ import org.jooq.Configuration;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Result;
+import org.jooq.types.YearToSecond;
 
 
 /**
@@ -67,6 +77,21 @@ public class Routines {
         f.setTaskId(taskId);
 
         return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.check_queue_name</code>
+     */
+    public static void checkQueueName(
+          Configuration configuration
+        , String pQueue
+        , String pAction
+    ) {
+        CheckQueueName p = new CheckQueueName();
+        p.setPQueue(pQueue);
+        p.setPAction(pAction);
+
+        p.execute(configuration);
     }
 
     /**
@@ -163,6 +188,158 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.explain_duration</code>
+     */
+    public static String explainDuration(
+          Configuration configuration
+        , YearToSecond pFor
+    ) {
+        ExplainDuration f = new ExplainDuration();
+        f.setPFor(pFor);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_duration</code> as a field.
+     */
+    public static Field<String> explainDuration(
+          YearToSecond pFor
+    ) {
+        ExplainDuration f = new ExplainDuration();
+        f.setPFor(pFor);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_duration</code> as a field.
+     */
+    public static Field<String> explainDuration(
+          Field<YearToSecond> pFor
+    ) {
+        ExplainDuration f = new ExplainDuration();
+        f.setPFor(pFor);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.explain_task</code>
+     */
+    public static String explainTask(
+          Configuration configuration
+        , Long taskId
+    ) {
+        ExplainTask f = new ExplainTask();
+        f.setTaskId(taskId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_task</code> as a field.
+     */
+    public static Field<String> explainTask(
+          Long taskId
+    ) {
+        ExplainTask f = new ExplainTask();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_task</code> as a field.
+     */
+    public static Field<String> explainTask(
+          Field<Long> taskId
+    ) {
+        ExplainTask f = new ExplainTask();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.explain_task_json</code>
+     */
+    public static JSONB explainTaskJson(
+          Configuration configuration
+        , Long taskId
+    ) {
+        ExplainTaskJson f = new ExplainTaskJson();
+        f.setTaskId(taskId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_task_json</code> as a field.
+     */
+    public static Field<JSONB> explainTaskJson(
+          Long taskId
+    ) {
+        ExplainTaskJson f = new ExplainTaskJson();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_task_json</code> as a field.
+     */
+    public static Field<JSONB> explainTaskJson(
+          Field<Long> taskId
+    ) {
+        ExplainTaskJson f = new ExplainTaskJson();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.explain_time</code>
+     */
+    public static String explainTime(
+          Configuration configuration
+        , Instant pAt
+    ) {
+        ExplainTime f = new ExplainTime();
+        f.setPAt(pAt);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_time</code> as a field.
+     */
+    public static Field<String> explainTime(
+          Instant pAt
+    ) {
+        ExplainTime f = new ExplainTime();
+        f.setPAt(pAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_time</code> as a field.
+     */
+    public static Field<String> explainTime(
+          Field<Instant> pAt
+    ) {
+        ExplainTime f = new ExplainTime();
+        f.setPAt(pAt);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.grant_producer</code>
      */
     public static void grantProducer(
@@ -173,6 +350,44 @@ public class Routines {
         p.setRoleName(roleName);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.pause_queue</code>
+     */
+    public static String pauseQueue(
+          Configuration configuration
+        , String queue
+    ) {
+        PauseQueue f = new PauseQueue();
+        f.setQueue(queue);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.pause_queue</code> as a field.
+     */
+    public static Field<String> pauseQueue(
+          String queue
+    ) {
+        PauseQueue f = new PauseQueue();
+        f.setQueue(queue);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.pause_queue</code> as a field.
+     */
+    public static Field<String> pauseQueue(
+          Field<String> queue
+    ) {
+        PauseQueue f = new PauseQueue();
+        f.setQueue(queue);
+
+        return f.asField();
     }
 
     /**
@@ -215,6 +430,44 @@ public class Routines {
         PromoteTenants f = new PromoteTenants();
         f.setPTenantIds(pTenantIds);
         f.setPQueues(pQueues);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.resume_queue</code>
+     */
+    public static String resumeQueue(
+          Configuration configuration
+        , String queue
+    ) {
+        ResumeQueue f = new ResumeQueue();
+        f.setQueue(queue);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.resume_queue</code> as a field.
+     */
+    public static Field<String> resumeQueue(
+          String queue
+    ) {
+        ResumeQueue f = new ResumeQueue();
+        f.setQueue(queue);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.resume_queue</code> as a field.
+     */
+    public static Field<String> resumeQueue(
+          Field<String> queue
+    ) {
+        ResumeQueue f = new ResumeQueue();
+        f.setQueue(queue);
 
         return f.asField();
     }
@@ -375,6 +628,40 @@ public class Routines {
             priorities,
             maxAttempts,
             dedupeKeys
+        );
+    }
+
+    /**
+     * Call <code>pgtask.tenant_load_over</code>.
+     */
+    public static Result<TenantLoadOverRecord> tenantLoadOver(
+          Configuration configuration
+        , YearToSecond pWindow
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+              pWindow
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver tenantLoadOver(
+          YearToSecond pWindow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow
+        );
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver tenantLoadOver(
+          Field<YearToSecond> pWindow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow
         );
     }
 }

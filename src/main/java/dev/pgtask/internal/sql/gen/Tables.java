@@ -8,17 +8,21 @@ import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
+import dev.pgtask.internal.sql.gen.tables.PausedQueues;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
+import dev.pgtask.internal.sql.gen.tables.TenantLoad;
+import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.TenantLocks;
 import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 
 import java.time.OffsetDateTime;
 
@@ -26,6 +30,7 @@ import org.jooq.Configuration;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Result;
+import org.jooq.types.YearToSecond;
 
 
 /**
@@ -135,6 +140,11 @@ public class Tables {
     public static final PausedQueue PAUSED_QUEUE = PausedQueue.PAUSED_QUEUE;
 
     /**
+     * The table <code>pgtask.paused_queues</code>.
+     */
+    public static final PausedQueues PAUSED_QUEUES = PausedQueues.PAUSED_QUEUES;
+
+    /**
      * The table <code>pgtask.queue_summary</code>.
      */
     public static final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
@@ -163,6 +173,50 @@ public class Tables {
      * The table <code>pgtask.tenant</code>.
      */
     public static final Tenant TENANT = Tenant.TENANT;
+
+    /**
+     * The table <code>pgtask.tenant_load</code>.
+     */
+    public static final TenantLoad TENANT_LOAD = TenantLoad.TENANT_LOAD;
+
+    /**
+     * p_window interval
+     */
+    public static final TenantLoadOver TENANT_LOAD_OVER = TenantLoadOver.TENANT_LOAD_OVER;
+
+    /**
+     * Call <code>pgtask.tenant_load_over</code>.
+     */
+    public static Result<TenantLoadOverRecord> TENANT_LOAD_OVER(
+          Configuration configuration
+        , YearToSecond pWindow
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+              pWindow
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver TENANT_LOAD_OVER(
+          YearToSecond pWindow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow
+        );
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver TENANT_LOAD_OVER(
+          Field<YearToSecond> pWindow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow
+        );
+    }
 
     /**
      * The table <code>pgtask.tenant_locks</code>.

@@ -109,6 +109,11 @@ public class Health extends TableImpl<HealthRecord> {
      */
     public final TableField<HealthRecord, Long> TENANTS_STUCK = createField(DSL.name("tenants_stuck"), SQLDataType.BIGINT, this, "");
 
+    /**
+     * The column <code>pgtask.health.paused_tasks</code>.
+     */
+    public final TableField<HealthRecord, Long> PAUSED_TASKS = createField(DSL.name("paused_tasks"), SQLDataType.BIGINT, this, "");
+
     private Health(Name alias, Table<HealthRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }
@@ -126,7 +131,8 @@ public class Health extends TableImpl<HealthRecord> {
          pg_notification_queue_usage() AS notification_queue_usage,
          u.unserved_tasks,
          u.unhandled_tasks,
-         u.tenants_stuck
+         u.tenants_stuck,
+         u.paused_tasks
         FROM (((( SELECT 1 AS "?column?") one
           LEFT JOIN pg_stat_user_tables s ON ((s.relid = ('pgtask.task'::regclass)::oid)))
           LEFT JOIN LATERAL ( SELECT a.pid,
@@ -140,7 +146,8 @@ public class Health extends TableImpl<HealthRecord> {
                  (COALESCE(sum(x.tasks) FILTER (WHERE (x.reason = 'unhandled_kind'::text)), (0)::numeric))::bigint AS unhandled_tasks,
                  ( SELECT count(DISTINCT h.tenant_id) AS count
                         FROM pgtask.unrunnable_heads() h(queue, kind, tenant_id, reason, run_at, waiting)
-                       WHERE (h.waiting > 0)) AS tenants_stuck
+                       WHERE ((h.waiting > 0) AND (h.reason <> 'paused_queue'::text))) AS tenants_stuck,
+                 (COALESCE(sum(x.tasks) FILTER (WHERE (x.reason = 'paused_queue'::text)), (0)::numeric))::bigint AS paused_tasks
                 FROM pgtask.unrunnable x) u);
         """), where);
     }

@@ -98,6 +98,11 @@ public class QueueSummary extends TableImpl<QueueSummaryRecord> {
      */
     public final TableField<QueueSummaryRecord, YearToSecond> LAG = createField(DSL.name("lag"), SQLDataType.INTERVAL, this, "");
 
+    /**
+     * The column <code>pgtask.queue_summary.paused</code>.
+     */
+    public final TableField<QueueSummaryRecord, Boolean> PAUSED = createField(DSL.name("paused"), SQLDataType.BOOLEAN, this, "");
+
     private QueueSummary(Name alias, Table<QueueSummaryRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }
@@ -113,7 +118,10 @@ public class QueueSummary extends TableImpl<QueueSummaryRecord> {
           count(*) FILTER (WHERE (t.state = 'cancelled'::pgtask.task_state)) AS cancelled,
           count(*) FILTER (WHERE (t.state = 'discarded'::pgtask.task_state)) AS discarded,
           count(*) FILTER (WHERE t.blocked) AS waiting_for_tenant,
-          COALESCE((now() - min(t.run_at) FILTER (WHERE ((t.state = ANY (ARRAY['available'::pgtask.task_state, 'retryable'::pgtask.task_state])) AND (NOT t.blocked) AND (t.run_at <= now())))), '00:00:00'::interval) AS lag
+          COALESCE((now() - min(t.run_at) FILTER (WHERE ((t.state = ANY (ARRAY['available'::pgtask.task_state, 'retryable'::pgtask.task_state])) AND (NOT t.blocked) AND (t.run_at <= now())))), '00:00:00'::interval) AS lag,
+          (EXISTS ( SELECT 1
+                 FROM pgtask.paused_queue p
+                WHERE (p.queue = t.queue))) AS paused
          FROM pgtask.task t
         GROUP BY t.queue;
         """), where);
