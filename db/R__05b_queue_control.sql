@@ -283,7 +283,8 @@ $$;
 -- Capacity per tenant
 -- ---------------------------------------------------------------------------------------------
 
--- Each tenant's load over the last p_window (the view pgtask.tenant_load: 15 minutes). A tenant's
+-- Each tenant's load over the last p_window (the view pgtask.tenant_load: 15 minutes, rates over at
+-- least p_min_span, 1 minute; shorter times are for scaled-down tests and experiments). A tenant's
 -- tasks run one at a time, so it can finish at most 60 / mean_run_s tasks a minute whatever the
 -- number of workers; utilisation = arrivals per minute x mean run time (in minutes): at or above 1
 -- its backlog can only grow.
@@ -296,10 +297,10 @@ $$;
 --   backlog_trend_per_min  (arrivals - tasks finished in any state) per minute: how fast the
 --                          tenant's unfinished tasks grow (positive) or shrink
 --   rate_window_min        the minutes the rates are taken over: the window, or the time since
---                          the tenant's first task in it when that is shorter, but at least one
+--                          the tenant's first task in it when that is shorter, but at least p_min_span
 -- Only tenants with a task in the window, or an unfinished one. Finished tasks deleted by retention
 -- before the window ends are not counted: keep completed tasks at least as long as the window.
-CREATE OR REPLACE FUNCTION pgtask.tenant_load_over(p_window interval)
+CREATE OR REPLACE FUNCTION pgtask.tenant_load_over(p_window interval, p_min_span interval DEFAULT interval '1 minute')
 RETURNS TABLE (tenant text, arrivals_per_min numeric, completions_per_min numeric, mean_run_s numeric,
                p95_run_s numeric, utilisation numeric, backlog bigint, backlog_trend_per_min numeric,
                rate_window_min numeric)
@@ -328,9 +329,10 @@ AS $$
            avg(r.run_s) AS mean_run_s,
            percentile_cont(0.95) WITHIN GROUP (ORDER BY r.run_s) AS p95_run_s,
            count(*) FILTER (WHERE r.due) AS backlog,
-           -- minutes since the tenant's first task in the window, within [1, the window]
-           greatest(1.0, least(extract(epoch FROM p_window),
-                               extract(epoch FROM w.clock - greatest(w.since, min(r.created_at)))) / 60.0) AS minutes
+           -- minutes since the tenant's first task in the window, within [p_min_span, the window]
+           greatest(extract(epoch FROM p_min_span),
+                    least(extract(epoch FROM p_window),
+                          extract(epoch FROM w.clock - greatest(w.since, min(r.created_at))))) / 60.0 AS minutes
     FROM rows r, w
     GROUP BY r.tenant_id, w.since, w.clock
   )
@@ -353,7 +355,7 @@ $$;
 CREATE OR REPLACE VIEW pgtask.tenant_load AS
 SELECT l.tenant, l.arrivals_per_min, l.completions_per_min, l.mean_run_s, l.p95_run_s, l.utilisation,
        l.backlog, l.backlog_trend_per_min, l.rate_window_min
-FROM pgtask.tenant_load_over(interval '15 minutes') l;
+FROM pgtask.tenant_load_over(interval '15 minutes', interval '1 minute') l;
 
 -- ---------------------------------------------------------------------------------------------
 -- Privileges: the owner's alone (R__06 revokes PUBLIC's defaults; said here again for these)
@@ -366,4 +368,4 @@ REVOKE EXECUTE ON FUNCTION pgtask.explain_time(timestamptz) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pgtask.explain_duration(interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pgtask.explain_task_json(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pgtask.explain_task(bigint) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION pgtask.tenant_load_over(interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION pgtask.tenant_load_over(interval, interval) FROM PUBLIC;

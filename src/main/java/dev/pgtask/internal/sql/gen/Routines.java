@@ -637,9 +637,11 @@ public class Routines {
     public static Result<TenantLoadOverRecord> tenantLoadOver(
           Configuration configuration
         , YearToSecond pWindow
+        , YearToSecond pMinSpan
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
               pWindow
+            , pMinSpan
         )).fetch();
     }
 
@@ -648,9 +650,11 @@ public class Routines {
      */
     public static TenantLoadOver tenantLoadOver(
           YearToSecond pWindow
+        , YearToSecond pMinSpan
     ) {
         return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
-            pWindow
+            pWindow,
+            pMinSpan
         );
     }
 
@@ -659,9 +663,11 @@ public class Routines {
      */
     public static TenantLoadOver tenantLoadOver(
           Field<YearToSecond> pWindow
+        , Field<YearToSecond> pMinSpan
     ) {
         return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
-            pWindow
+            pWindow,
+            pMinSpan
         );
     }
 }

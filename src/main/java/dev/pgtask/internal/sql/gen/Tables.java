@@ -180,7 +180,7 @@ public class Tables {
     public static final TenantLoad TENANT_LOAD = TenantLoad.TENANT_LOAD;
 
     /**
-     * p_window interval
+     * p_window interval, p_min_span interval DEFAULT '00:01:00'::interval
      */
     public static final TenantLoadOver TENANT_LOAD_OVER = TenantLoadOver.TENANT_LOAD_OVER;
 
@@ -190,9 +190,11 @@ public class Tables {
     public static Result<TenantLoadOverRecord> TENANT_LOAD_OVER(
           Configuration configuration
         , YearToSecond pWindow
+        , YearToSecond pMinSpan
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
               pWindow
+            , pMinSpan
         )).fetch();
     }
 
@@ -201,9 +203,11 @@ public class Tables {
      */
     public static TenantLoadOver TENANT_LOAD_OVER(
           YearToSecond pWindow
+        , YearToSecond pMinSpan
     ) {
         return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
-            pWindow
+            pWindow,
+            pMinSpan
         );
     }
 
@@ -212,9 +216,11 @@ public class Tables {
      */
     public static TenantLoadOver TENANT_LOAD_OVER(
           Field<YearToSecond> pWindow
+        , Field<YearToSecond> pMinSpan
     ) {
         return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
-            pWindow
+            pWindow,
+            pMinSpan
         );
     }
 

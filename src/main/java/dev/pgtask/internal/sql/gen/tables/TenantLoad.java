@@ -108,7 +108,7 @@ public class TenantLoad extends TableImpl<TenantLoadRecord> {
          l.backlog,
          l.backlog_trend_per_min,
          l.rate_window_min
-        FROM pgtask.tenant_load_over('00:15:00'::interval) l(tenant, arrivals_per_min, completions_per_min, mean_run_s, p95_run_s, utilisation, backlog, backlog_trend_per_min, rate_window_min);
+        FROM pgtask.tenant_load_over('00:15:00'::interval, '00:01:00'::interval) l(tenant, arrivals_per_min, completions_per_min, mean_run_s, p95_run_s, utilisation, backlog, backlog_trend_per_min, rate_window_min);
         """), where);
     }
 

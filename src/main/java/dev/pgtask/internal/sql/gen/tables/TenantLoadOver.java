@@ -23,7 +23,7 @@ import org.jooq.types.YearToSecond;
 
 
 /**
- * p_window interval
+ * p_window interval, p_min_span interval DEFAULT '00:01:00'::interval
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class TenantLoadOver extends TableImpl<TenantLoadOverRecord> {
@@ -90,7 +90,8 @@ public class TenantLoadOver extends TableImpl<TenantLoadOverRecord> {
 
     private TenantLoadOver(Name alias, Table<TenantLoadOverRecord> aliased) {
         this(alias, aliased, new Field[] {
-            DSL.val(null, SQLDataType.INTERVAL)
+            DSL.val(null, SQLDataType.INTERVAL),
+            DSL.val(null, SQLDataType.INTERVAL.defaultValue(DSL.field(DSL.raw("'00:01:00'::interval"), SQLDataType.INTERVAL)))
         });
     }
 
@@ -99,7 +100,7 @@ public class TenantLoadOver extends TableImpl<TenantLoadOverRecord> {
     }
 
     private TenantLoadOver(Name alias, Table<TenantLoadOverRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment("p_window interval"), TableOptions.function(), where);
+        super(alias, null, aliased, parameters, DSL.comment("p_window interval, p_min_span interval DEFAULT '00:01:00'::interval"), TableOptions.function(), where);
     }
 
     /**
@@ -172,9 +173,11 @@ public class TenantLoadOver extends TableImpl<TenantLoadOverRecord> {
      */
     public TenantLoadOver call(
           YearToSecond pWindow
+        , YearToSecond pMinSpan
     ) {
         TenantLoadOver result = new TenantLoadOver(DSL.name("tenant_load_over"), null, new Field[] {
-            DSL.val(pWindow, SQLDataType.INTERVAL)
+            DSL.val(pWindow, SQLDataType.INTERVAL),
+            DSL.val(pMinSpan, SQLDataType.INTERVAL.defaultValue(DSL.field(DSL.raw("'00:01:00'::interval"), SQLDataType.INTERVAL)))
         });
 
         return aliased() ? result.as(getUnqualifiedName()) : result;
@@ -185,9 +188,11 @@ public class TenantLoadOver extends TableImpl<TenantLoadOverRecord> {
      */
     public TenantLoadOver call(
           Field<YearToSecond> pWindow
+        , Field<YearToSecond> pMinSpan
     ) {
         TenantLoadOver result = new TenantLoadOver(DSL.name("tenant_load_over"), null, new Field[] {
-            pWindow
+            pWindow,
+            pMinSpan
         });
 
         return aliased() ? result.as(getUnqualifiedName()) : result;

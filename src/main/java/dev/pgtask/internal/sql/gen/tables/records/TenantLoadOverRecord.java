@@ -12,7 +12,7 @@ import org.jooq.impl.TableRecordImpl;
 
 
 /**
- * p_window interval
+ * p_window interval, p_min_span interval DEFAULT '00:01:00'::interval
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class TenantLoadOverRecord extends TableRecordImpl<TenantLoadOverRecord> {
