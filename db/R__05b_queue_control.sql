@@ -291,7 +291,8 @@ $$;
 --   arrivals_per_min       tasks enqueued (created_at) in the window, per minute
 --   completions_per_min    tasks completed (finished_at) in the window, per minute
 --   mean_run_s, p95_run_s  run time of the tasks that finished in the window (claim to finish of
---                          their last attempt) and of those running now (their time so far)
+--                          their last attempt), and of those running now whose time so far is
+--                          longer than the finished ones' mean
 --   utilisation            arrivals_per_min * mean_run_s / 60
 --   backlog                unfinished tasks not running and due now (waiting ones included)
 --   backlog_trend_per_min  (arrivals - tasks finished in any state) per minute: how fast the
@@ -321,19 +322,27 @@ AS $$
            CASE WHEN t.state = 'running' THEN extract(epoch FROM greatest(w.clock - t.attempted_at, interval '0')) END
     FROM pgtask.task t, w
     WHERE t.state IN ('available', 'retryable', 'running') AND t.tenant_id IS NOT NULL
+  ), finished_mean AS (
+    SELECT r.tenant_id, avg(r.run_s) FILTER (WHERE r.finished) AS run_s
+    FROM rows r GROUP BY r.tenant_id
   ), per AS (
     SELECT r.tenant_id,
            count(*) FILTER (WHERE r.created_at >= w.since) AS arrivals,
            count(*) FILTER (WHERE r.finished AND r.state = 'completed') AS completions,
            count(*) FILTER (WHERE r.finished) AS finishes,
-           avg(r.run_s) AS mean_run_s,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY r.run_s) AS p95_run_s,
+           -- a running task counts once it has run longer than the finished ones' mean: it can
+           -- only raise the figures (a tenant stuck behind one long task shows it)
+           avg(r.run_s) FILTER (WHERE r.finished OR r.run_s > coalesce(f.run_s, 0)) AS mean_run_s,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY r.run_s)
+             FILTER (WHERE r.finished OR r.run_s > coalesce(f.run_s, 0)) AS p95_run_s,
            count(*) FILTER (WHERE r.due) AS backlog,
            -- minutes since the tenant's first task in the window, within [p_min_span, the window]
            greatest(extract(epoch FROM p_min_span),
                     least(extract(epoch FROM p_window),
                           extract(epoch FROM w.clock - greatest(w.since, min(r.created_at))))) / 60.0 AS minutes
-    FROM rows r, w
+    FROM rows r
+    CROSS JOIN w
+    JOIN finished_mean f ON f.tenant_id = r.tenant_id
     GROUP BY r.tenant_id, w.since, w.clock
   )
   SELECT tn.name,
