@@ -37,7 +37,8 @@ WHERE w.last_seen > now() - interval '1 minute';
 -- Per queue: counts by state as pgtask.tasks shows them (a task waiting behind its tenant's head
 -- counts as waiting_for_tenant only, not also as available, scheduled or retryable), running
 -- tasks, and the lag (age of the oldest claimable task: how long work has been ready without being
--- picked up).
+-- picked up), and whether the queue is paused (pgtask.paused_queues lists every paused queue, with
+-- or without tasks).
 CREATE OR REPLACE VIEW pgtask.queue_summary AS
 SELECT t.queue,
        count(*) FILTER (WHERE t.state = 'available' AND NOT t.blocked AND t.run_at > now()) AS scheduled,
@@ -49,7 +50,8 @@ SELECT t.queue,
        count(*) FILTER (WHERE t.state = 'discarded') AS discarded,
        count(*) FILTER (WHERE t.blocked) AS waiting_for_tenant,
        coalesce(now() - min(t.run_at) FILTER (
-         WHERE t.state IN ('available', 'retryable') AND NOT t.blocked AND t.run_at <= now()), interval '0') AS lag
+         WHERE t.state IN ('available', 'retryable') AND NOT t.blocked AND t.run_at <= now()), interval '0') AS lag,
+       EXISTS (SELECT 1 FROM pgtask.paused_queue p WHERE p.queue = t.queue) AS paused
 FROM pgtask.task t
 GROUP BY t.queue;
 
@@ -92,7 +94,8 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
   AND l.classid = pgtask.lock_namespace_oid();
 
 -- Due heads that no live worker can run, one row each: claimable now (available or retryable,
--- not waiting, run_at passed), and either no live worker (pgtask.workers: seen in the last minute)
+-- not waiting, run_at passed), and either their queue is paused ('paused_queue', whatever the
+-- workers), or no live worker (pgtask.workers: seen in the last minute)
 -- serves the task's queue ('unserved_queue'), or none of the live workers serving it handles the
 -- task's kind ('unhandled_kind'). waiting: the tasks of the head's tenant waiting behind it in its
 -- queue. Reads the claimable index and the live workers; private (pgtask.unrunnable and
@@ -108,7 +111,8 @@ AS $$
          END AS waiting
   FROM (
     SELECT t.queue, t.kind, t.tenant_id, t.run_at,
-           CASE WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues)) THEN 'unserved_queue'
+           CASE WHEN EXISTS (SELECT 1 FROM pgtask.paused_queue p WHERE p.queue = t.queue) THEN 'paused_queue'
+                WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues)) THEN 'unserved_queue'
                 WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues) AND t.kind = ANY (w.kinds))
                   THEN 'unhandled_kind'
            END AS reason
@@ -118,9 +122,9 @@ AS $$
   WHERE d.reason IS NOT NULL
 $$;
 
--- What no live worker can run, per queue, kind and reason: the due tasks ('unserved_queue': no live
--- worker serves the queue; 'unhandled_kind': the queue's live workers have no handler for the
--- kind), since when the oldest has been due, the tenants whose heads they are, and how many of
+-- What no live worker can run, per queue, kind and reason: the due tasks ('paused_queue': the queue
+-- is paused; 'unserved_queue': no live worker serves the queue; 'unhandled_kind': the queue's live
+-- workers have no handler for the kind), since when the oldest has been due, the tenants whose heads they are, and how many of
 -- those tenants' tasks wait behind them. Empty while every due task has a live worker.
 CREATE OR REPLACE VIEW pgtask.unrunnable AS
 SELECT h.queue, h.kind, h.reason,
@@ -135,7 +139,8 @@ GROUP BY h.queue, h.kind, h.reason;
 -- dead tuples and vacuum times of the task table, and the notification queue's fill level. And
 -- what no live worker can run (pgtask.unrunnable, summed): due tasks in queues no live worker
 -- serves, due tasks whose kind no live worker of their queue handles, and the tenants with tasks
--- waiting behind such a head.
+-- waiting behind such a head; and, apart from those, the due tasks of paused queues (paused_tasks:
+-- held back on purpose, so not counted as unserved, and their tenants not as stuck).
 CREATE OR REPLACE VIEW pgtask.health AS
 SELECT o.pid AS oldest_xact_pid,
        o.application_name AS oldest_xact_application,
@@ -148,7 +153,8 @@ SELECT o.pid AS oldest_xact_pid,
        pg_notification_queue_usage() AS notification_queue_usage,
        u.unserved_tasks,
        u.unhandled_tasks,
-       u.tenants_stuck
+       u.tenants_stuck,
+       u.paused_tasks
 FROM (SELECT 1) one
 LEFT JOIN pg_stat_user_tables s ON s.relid = 'pgtask.task'::regclass
 LEFT JOIN LATERAL (
@@ -161,5 +167,7 @@ LEFT JOIN LATERAL (
 CROSS JOIN LATERAL (
   SELECT coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'unserved_queue'), 0)::bigint AS unserved_tasks,
          coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'unhandled_kind'), 0)::bigint AS unhandled_tasks,
-         (SELECT count(DISTINCT h.tenant_id) FROM pgtask.unrunnable_heads() h WHERE h.waiting > 0) AS tenants_stuck
+         (SELECT count(DISTINCT h.tenant_id) FROM pgtask.unrunnable_heads() h
+          WHERE h.waiting > 0 AND h.reason <> 'paused_queue') AS tenants_stuck,
+         coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'paused_queue'), 0)::bigint AS paused_tasks
   FROM pgtask.unrunnable x) u;

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.pgtask.internal.LocalWake;
 import dev.pgtask.internal.sql.EnqueueQueries;
 import dev.pgtask.internal.sql.OperationQueries;
+import dev.pgtask.internal.sql.QueueControlQueries;
 import dev.pgtask.internal.sql.Sql;
 import java.sql.Connection;
 import java.util.ArrayList;
@@ -240,6 +241,76 @@ public final class PgTask {
       OperationQueries.updateTask(dsl, taskId, json, runAt, priority);
     } catch (RuntimeException e) {
       throw failure("update", e);
+    }
+  }
+
+  // ---- queues and diagnosis ----
+
+  /**
+   * Pauses a queue ({@code pgtask.pause_queue}): from the moment this returns, no worker claims a
+   * task of it, including workers that start later; tasks already running finish normally, and
+   * enqueueing into it still works. Pausing a paused queue changes nothing.
+   *
+   * @return true when this call paused it, false when it was already paused
+   * @throws InvalidTaskException the name is not a valid queue name
+   */
+  public boolean pauseQueue(String queue) {
+    try {
+      return "paused".equals(QueueControlQueries.pauseQueue(dsl, queue));
+    } catch (RuntimeException e) {
+      throw failure("pause queue", e);
+    }
+  }
+
+  /**
+   * Resumes a paused queue ({@code pgtask.resume_queue}): its workers are woken and claim from it
+   * at once. Resuming a queue that is not paused changes nothing.
+   *
+   * @return true when this call resumed it, false when it was not paused
+   * @throws InvalidTaskException the name is not a valid queue name
+   */
+  public boolean resumeQueue(String queue) {
+    boolean resumed;
+    try {
+      resumed = "resumed".equals(QueueControlQueries.resumeQueue(dsl, queue));
+    } catch (RuntimeException e) {
+      throw failure("resume queue", e);
+    }
+    if (resumed) {
+      LocalWake.committed(dataSource, queue); // the commit's NOTIFY follows anyway
+    }
+    return resumed;
+  }
+
+  /** Every paused queue ({@code pgtask.paused_queues}), by name. */
+  public List<PausedQueue> pausedQueues() {
+    try {
+      return QueueControlQueries.selectPausedQueues(dsl).map(r -> new PausedQueue(r.getQueue(), r.getPausedAt(),
+          r.getPausedBy(), r.getDue(), r.getQueued()));
+    } catch (RuntimeException e) {
+      throw failure("list paused queues", e);
+    }
+  }
+
+  /**
+   * Why a task is or is not running ({@code pgtask.explain_task_json}), from the database's own
+   * state: scheduled, retrying, waiting behind its tenant's task, its tenant's lock held, its queue
+   * paused or served by no live worker, its kind handled by none, running (where, since when),
+   * finished, or not found. A missing task is an explanation ({@link TaskExplanation#notFound()}),
+   * not an exception.
+   */
+  public TaskExplanation explain(long taskId) {
+    org.jooq.JSONB json;
+    try {
+      json = QueueControlQueries.explainTask(dsl, taskId);
+    } catch (RuntimeException e) {
+      throw failure("explain", e);
+    }
+    try {
+      JsonNode node = objectMapper.readTree(json.data());
+      return new TaskExplanation(taskId, node.path("reason").asText(), node.path("sentence").asText(), node);
+    } catch (JsonProcessingException e) {
+      throw new PgTaskException("pgtask: explain failed: the database's answer is not JSON", e);
     }
   }
 

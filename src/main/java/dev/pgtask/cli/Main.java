@@ -37,7 +37,8 @@ public final class Main implements Runnable {
   /** The subcommands, in help order. Add new commands here. */
   static final Class<?>[] SUBCOMMANDS = {DemoCommand.class, MigrateCommand.class, WorkerCommand.class,
       StatusCommand.class, LocksCommand.class, WorkersCommand.class, TasksCommand.class, EnqueueCommand.class,
-      TaskOperation.Cancel.class, TaskOperation.Retry.class, TaskOperation.Delete.class, BenchCommand.class};
+      TaskOperation.Cancel.class, TaskOperation.Retry.class, TaskOperation.Delete.class, BenchCommand.class,
+      QueueCommands.Pause.class, QueueCommands.Resume.class, ExplainCommand.class};
 
   @Option(names = "--verbose", scope = ScopeType.INHERIT,
       description = "Debug logging, and stack traces with errors.")

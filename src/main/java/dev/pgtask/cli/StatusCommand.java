@@ -2,6 +2,9 @@ package dev.pgtask.cli;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.pgtask.internal.sql.OpsQueries;
+import dev.pgtask.internal.sql.QueueControlQueries;
+import dev.pgtask.internal.sql.gen.tables.records.PausedQueuesRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLoadRecord;
 import dev.pgtask.internal.sql.gen.tables.records.HealthRecord;
 import dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord;
 import dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord;
@@ -20,10 +23,14 @@ import picocli.CommandLine.Spec;
     description = "Queues (counts by state, tasks waiting for their tenant, lag) and what threatens the task table.")
 public final class StatusCommand implements Callable<Integer> {
 
+  /** The tenants of pgtask.tenant_load that status shows, busiest first. */
+  static final int TENANT_LOAD_ROWS = 5;
+
   @Mixin
   ConnectionOptions connection;
 
-  @Option(names = "--json", description = "Print JSON: {\"queues\": [...], \"health\": {...}, \"unrunnable\": [...]}.")
+  @Option(names = "--json", description = "Print JSON: {\"queues\": [...], \"health\": {...}, \"unrunnable\": [...],"
+      + " \"paused_queues\": [...], \"tenant_load\": [...]}.")
   boolean json;
 
   @Spec
@@ -36,11 +43,15 @@ public final class StatusCommand implements Callable<Integer> {
       Result<QueueSummaryRecord> queues = db.run(OpsQueries::selectQueueSummary);
       HealthRecord health = db.run(OpsQueries::selectHealth);
       Result<UnrunnableRecord> unrunnable = db.run(OpsQueries::selectUnrunnable);
+      Result<PausedQueuesRecord> paused = db.run(QueueControlQueries::selectPausedQueues);
+      Result<TenantLoadRecord> load = db.run(dsl -> QueueControlQueries.selectTenantLoad(dsl, TENANT_LOAD_ROWS));
       if (json) {
         ObjectNode o = Formats.JSON.createObjectNode();
         o.set("queues", Formats.json(queues));
         o.set("health", Formats.json(health));
         o.set("unrunnable", Formats.json(unrunnable));
+        o.set("paused_queues", Formats.json(paused));
+        o.set("tenant_load", Formats.json(load));
         Formats.printJson(out, o);
         return ExitCodes.OK;
       }
@@ -51,6 +62,16 @@ public final class StatusCommand implements Callable<Integer> {
             q.getCancelled(), q.getDiscarded(), q.getWaitingForTenant(), Formats.text(q.getLag()));
       }
       out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
+      if (!paused.isEmpty()) {
+        // paused queues, with or without tasks: no worker claims from them
+        TextTable p = new TextTable("PAUSED_QUEUE", "PAUSED_AT", "PAUSED_BY", "DUE", "QUEUED");
+        for (PausedQueuesRecord r : paused) {
+          p.row(r.getQueue(), Formats.text(r.getPausedAt()), r.getPausedBy(), r.getDue(), r.getQueued());
+        }
+        out.println();
+        out.println("paused queues: no worker claims their tasks (pgtask resume QUEUE)");
+        out.print(p.render());
+      }
       out.println();
       out.print(health(health));
       if (!unrunnable.isEmpty()) {
@@ -63,6 +84,18 @@ public final class StatusCommand implements Callable<Integer> {
         out.println();
         out.println("not runnable by any live worker (pgtask.unrunnable)");
         out.print(u.render());
+      }
+      if (!load.isEmpty()) {
+        TextTable l = new TextTable("TENANT", "ARRIVALS/MIN", "COMPLETIONS/MIN", "MEAN_RUN_S", "P95_RUN_S", "UTILISATION",
+            "BACKLOG", "TREND/MIN");
+        for (TenantLoadRecord r : load) {
+          l.row(r.getTenant(), r.getArrivalsPerMin(), r.getCompletionsPerMin(), r.getMeanRunS(), r.getP95RunS(),
+              r.getUtilisation(), r.getBacklog(), r.getBacklogTrendPerMin());
+        }
+        out.println();
+        out.println("tenant load, last 15 minutes, busiest first (pgtask.tenant_load; utilisation >= 1: the backlog"
+            + " can only grow)");
+        out.print(l.render());
       }
       out.flush();
     }

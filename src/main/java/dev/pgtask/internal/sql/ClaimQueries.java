@@ -1,9 +1,11 @@
 package dev.pgtask.internal.sql;
 
+import static dev.pgtask.internal.sql.gen.Tables.PAUSED_QUEUE;
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
 import static dev.pgtask.internal.sql.gen.Tables.TENANT;
 
 import dev.pgtask.internal.sql.gen.enums.TaskState;
+import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import java.time.Duration;
 import java.time.Instant;
@@ -15,7 +17,9 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record;
+import org.jooq.Record1;
 import org.jooq.Record3;
+import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
 import org.jooq.impl.DSL;
 import org.jooq.types.DayToSecond;
@@ -28,7 +32,8 @@ import org.jooq.types.DayToSecond;
  * claimer are skipped, never waited on. The LIMIT sits inside the CTE so the planner cannot
  * re-evaluate it and lock more rows. Tenants that already have a running task are excluded before
  * the LIMIT (inside the locking select), so the claim never locks rows it then throws away; of the
- * locked rows it keeps at most one per tenant; the kept rows are marked running with attempt + 1,
+ * locked rows it keeps at most one per tenant; a paused queue's tasks are not selected
+ * (see {@link #unlessPaused}); the kept rows are marked running with attempt + 1,
  * owner and a lease from the database clock. The short claim transaction then commits. It starts
  * with {@link #GENERIC_PLAN}; BEGIN, that, the claim and COMMIT go in one round trip.
  *
@@ -63,11 +68,11 @@ public final class ClaimQueries {
     Condition queueCondition;
     if (queueCount == 1) {
       // one queue: the claimable index returns its rows in claim order, no sort
-      queueCondition = c.QUEUE.eq(DSL.field(DSL.select(DSL.param("queue0", String.class))));
+      queueCondition = c.QUEUE.eq(unlessPaused(0));
     } else {
       List<Field<String>> qs = new ArrayList<>();
       for (int i = 0; i < queueCount; i++) {
-        qs.add(DSL.field(DSL.select(DSL.param("queue" + i, String.class))));
+        qs.add(unlessPaused(i));
       }
       queueCondition = c.QUEUE.in(qs);
     }
@@ -123,6 +128,21 @@ public final class ClaimQueries {
 
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
     return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount);
+  }
+
+  /**
+   * The worker's queue number {@code i}, or NULL (which matches no task) while that queue is paused:
+   * {@code (SELECT q.v FROM (SELECT :queue_i AS v) q WHERE NOT EXISTS (SELECT 1 FROM
+   * pgtask.paused_queue p WHERE p.queue = q.v))}. Uncorrelated, so the server runs it once per claim
+   * (an InitPlan) before the index scan, which stays the same scan of the claimable index: the pause
+   * costs the claim one primary-key probe per queue. Read in the claim's own statement, a pause
+   * holds for every claim that starts after it commits, on every worker, however late it starts.
+   */
+  private static Field<String> unlessPaused(int i) {
+    Table<Record1<String>> q = DSL.select(DSL.param("queue" + i, String.class).as("v")).asTable("q" + i);
+    Field<String> v = q.field("v", String.class);
+    PausedQueue p = PAUSED_QUEUE.as("p" + i);
+    return DSL.field(DSL.select(v).from(q).whereNotExists(DSL.selectOne().from(p).where(p.QUEUE.eq(v))));
   }
 
   /** The claim's update: marks the picked rows running, with attempt + 1, owner and lease. */

@@ -200,6 +200,21 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
         return (Long) get(11);
     }
 
+    /**
+     * Setter for <code>pgtask.health.paused_tasks</code>.
+     */
+    public HealthRecord setPausedTasks(Long value) {
+        set(12, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.health.paused_tasks</code>.
+     */
+    public Long getPausedTasks() {
+        return (Long) get(12);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -214,7 +229,7 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
     /**
      * Create a detached, initialised HealthRecord
      */
-    public HealthRecord(Integer oldestXactPid, String oldestXactApplication, YearToSecond oldestXactAge, Long taskLiveTuples, Long taskDeadTuples, Instant taskLastAutovacuum, Instant taskLastVacuum, Long taskTableBytes, Double notificationQueueUsage, Long unservedTasks, Long unhandledTasks, Long tenantsStuck) {
+    public HealthRecord(Integer oldestXactPid, String oldestXactApplication, YearToSecond oldestXactAge, Long taskLiveTuples, Long taskDeadTuples, Instant taskLastAutovacuum, Instant taskLastVacuum, Long taskTableBytes, Double notificationQueueUsage, Long unservedTasks, Long unhandledTasks, Long tenantsStuck, Long pausedTasks) {
         super(Health.HEALTH);
 
         setOldestXactPid(oldestXactPid);
@@ -229,6 +244,7 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
         setUnservedTasks(unservedTasks);
         setUnhandledTasks(unhandledTasks);
         setTenantsStuck(tenantsStuck);
+        setPausedTasks(pausedTasks);
         resetChangedOnNotNull();
     }
 }

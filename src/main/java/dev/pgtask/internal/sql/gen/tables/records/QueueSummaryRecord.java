@@ -168,6 +168,21 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
         return (YearToSecond) get(9);
     }
 
+    /**
+     * Setter for <code>pgtask.queue_summary.paused</code>.
+     */
+    public QueueSummaryRecord setPaused(Boolean value) {
+        set(10, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.queue_summary.paused</code>.
+     */
+    public Boolean getPaused() {
+        return (Boolean) get(10);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -182,7 +197,7 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
     /**
      * Create a detached, initialised QueueSummaryRecord
      */
-    public QueueSummaryRecord(String queue, Long scheduled, Long available, Long running, Long retryable, Long completed, Long cancelled, Long discarded, Long waitingForTenant, YearToSecond lag) {
+    public QueueSummaryRecord(String queue, Long scheduled, Long available, Long running, Long retryable, Long completed, Long cancelled, Long discarded, Long waitingForTenant, YearToSecond lag, Boolean paused) {
         super(QueueSummary.QUEUE_SUMMARY);
 
         setQueue(queue);
@@ -195,6 +210,7 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
         setDiscarded(discarded);
         setWaitingForTenant(waitingForTenant);
         setLag(lag);
+        setPaused(paused);
         resetChangedOnNotNull();
     }
 }
