@@ -6,12 +6,14 @@ package dev.pgtask.internal.sql.gen;
 
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
+import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.records.CancelRequestRecord;
 import dev.pgtask.internal.sql.gen.tables.records.PausedQueueRecord;
+import dev.pgtask.internal.sql.gen.tables.records.ScheduleRecord;
 import dev.pgtask.internal.sql.gen.tables.records.SettingsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantRecord;
@@ -36,6 +38,7 @@ public class Keys {
 
     public static final UniqueKey<CancelRequestRecord> CANCEL_REQUEST_PKEY = Internal.createUniqueKey(CancelRequest.CANCEL_REQUEST, DSL.name("cancel_request_pkey"), new TableField[] { CancelRequest.CANCEL_REQUEST.TASK_ID }, true);
     public static final UniqueKey<PausedQueueRecord> PAUSED_QUEUE_PKEY = Internal.createUniqueKey(PausedQueue.PAUSED_QUEUE, DSL.name("paused_queue_pkey"), new TableField[] { PausedQueue.PAUSED_QUEUE.QUEUE }, true);
+    public static final UniqueKey<ScheduleRecord> SCHEDULE_PKEY = Internal.createUniqueKey(Schedule.SCHEDULE, DSL.name("schedule_pkey"), new TableField[] { Schedule.SCHEDULE.NAME }, true);
     public static final UniqueKey<SettingsRecord> SETTINGS_PKEY = Internal.createUniqueKey(Settings.SETTINGS, DSL.name("settings_pkey"), new TableField[] { Settings.SETTINGS.SINGLETON }, true);
     public static final UniqueKey<TaskRecord> TASK_PKEY = Internal.createUniqueKey(Task.TASK, DSL.name("task_pkey"), new TableField[] { Task.TASK.ID }, true);
     public static final UniqueKey<TenantRecord> TENANT_NAME_UNIQUE = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_name_unique"), new TableField[] { Tenant.TENANT.NAME }, true);

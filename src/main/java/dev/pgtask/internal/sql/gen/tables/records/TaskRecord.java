@@ -292,6 +292,36 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         return (JSONB) get(17);
     }
 
+    /**
+     * Setter for <code>pgtask.task.schedule_name</code>.
+     */
+    public TaskRecord setScheduleName(String value) {
+        set(18, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.schedule_name</code>.
+     */
+    public String getScheduleName() {
+        return (String) get(18);
+    }
+
+    /**
+     * Setter for <code>pgtask.task.schedule_fire_at</code>.
+     */
+    public TaskRecord setScheduleFireAt(Instant value) {
+        set(19, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.schedule_fire_at</code>.
+     */
+    public Instant getScheduleFireAt() {
+        return (Instant) get(19);
+    }
+
     // -------------------------------------------------------------------------
     // Primary key information
     // -------------------------------------------------------------------------
@@ -315,7 +345,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
     /**
      * Create a detached, initialised TaskRecord
      */
-    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors) {
+    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String scheduleName, Instant scheduleFireAt) {
         super(Task.TASK);
 
         setId(id);
@@ -336,6 +366,8 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         setLeaseUntil(leaseUntil);
         setDedupeKey(dedupeKey);
         setErrors(errors);
+        setScheduleName(scheduleName);
+        setScheduleFireAt(scheduleFireAt);
         resetChangedOnNotNull();
     }
 }
