@@ -345,6 +345,11 @@ BEGIN
   IF p_zone IS NULL OR p_zone = '' THEN
     PERFORM pgtask.raise_schedule_error('schedule_time_zone', 'time zone must not be empty');
   END IF;
+  -- pg_timezone_names reads the whole time zone database (a quarter of a second here): skip it for
+  -- UTC and for a zone some schedule already uses
+  IF p_zone = 'UTC' OR EXISTS (SELECT 1 FROM pgtask.schedule s WHERE s.time_zone = p_zone) THEN
+    RETURN;
+  END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_timezone_names z WHERE z.name = p_zone) THEN
     PERFORM pgtask.raise_schedule_error('schedule_time_zone', 'time zone "' || left(p_zone, 100)
       || '" is not a time zone name this server knows (e.g. UTC, Europe/Berlin; see pg_timezone_names)');
