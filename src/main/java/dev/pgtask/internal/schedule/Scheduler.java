@@ -35,6 +35,9 @@ public final class Scheduler extends Service {
   private final DataSource dataSource;
   private final Object signal = new Object();
   private boolean changed; // guarded by signal; written by changed(), read and cleared by the scheduler thread
+  // written by the scheduler thread, read by anyone (tests, operators)
+  private final java.util.concurrent.atomic.AtomicLong passes = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong reads = new java.util.concurrent.atomic.AtomicLong();
 
   public Scheduler(DataSource dataSource, String workerId) {
     super("pgtask-scheduler-" + workerId, 1);
@@ -55,7 +58,18 @@ public final class Scheduler extends Service {
    * The one entry point of firing: an elected maintenance leader could be its only caller.
    */
   public Fired fireDue() {
+    passes.incrementAndGet();
     return ScheduleQueries.fireDue(Sql.using(dataSource));
+  }
+
+  /** Firing passes ({@link #fireDue()} calls) since start. */
+  public long passes() {
+    return passes.get();
+  }
+
+  /** Reads of the next due time (after a {@link #changed()}) since start. */
+  public long reads() {
+    return reads.get();
   }
 
   @Override
@@ -86,6 +100,7 @@ public final class Scheduler extends Service {
             busyBackoff = Math.min(1_000, busyBackoff * 2);
           }
         } else {
+          reads.incrementAndGet();
           next = ScheduleQueries.nextDueIn(Sql.using(dataSource));
           if (next != null && (next.isNegative() || next.isZero())) {
             fire = true;
