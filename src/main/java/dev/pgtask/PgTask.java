@@ -244,6 +244,67 @@ public final class PgTask {
     }
   }
 
+  // ---- schedules ----
+
+  /**
+   * Declares a recurring task, or changes the schedule of that name (an idempotent upsert: the
+   * same declaration again changes nothing; a changed cron expression or zone recomputes the next
+   * fire time from now and keeps the schedule's history). Returns the next fire time. Same as
+   * {@code pgtask.schedule(...)} in SQL.
+   *
+   * @throws InvalidScheduleException an invalid cron expression, zone, kind, queue, payload or
+   *     policy; nothing is stored
+   */
+  public java.time.Instant schedule(Schedule schedule) {
+    Objects.requireNonNull(schedule, "schedule");
+    try {
+      return dev.pgtask.internal.schedule.Schedules.declare(dsl, objectMapper, schedule);
+    } catch (InvalidScheduleException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw failure("schedule", e);
+    }
+  }
+
+  /** Removes a schedule (its tasks already enqueued stay); returns whether it existed. */
+  public boolean unschedule(String name) {
+    try {
+      return dev.pgtask.internal.sql.ScheduleQueries.unschedule(dsl, name);
+    } catch (RuntimeException e) {
+      throw failure("unschedule", e);
+    }
+  }
+
+  /** Pauses a schedule: it fires nothing until resumed. Returns whether it exists. */
+  public boolean pauseSchedule(String name) {
+    try {
+      return dev.pgtask.internal.sql.ScheduleQueries.pause(dsl, name);
+    } catch (RuntimeException e) {
+      throw failure("pause schedule", e);
+    }
+  }
+
+  /**
+   * Resumes a paused schedule from its next fire time after now (the fires that fell while it was
+   * paused are not made up). Returns whether it exists.
+   */
+  public boolean resumeSchedule(String name) {
+    try {
+      return dev.pgtask.internal.sql.ScheduleQueries.resume(dsl, name);
+    } catch (RuntimeException e) {
+      throw failure("resume schedule", e);
+    }
+  }
+
+  /** Every schedule, by name, as the view {@code pgtask.schedules} shows it. */
+  public List<ScheduleInfo> schedules() {
+    try {
+      return dev.pgtask.internal.schedule.Schedules.list(dsl);
+    } catch (RuntimeException e) {
+      throw failure("list schedules", e);
+    }
+  }
+
   // ---- queues and diagnosis ----
 
   /**

@@ -89,6 +89,9 @@ public final class PgTaskWorker implements AutoCloseable {
   private final Object lifecycle = new Object();
   private volatile WorkerConfig config;
   private volatile WorkerRuntime runtime;
+  // set by Builder.build(), before the worker is published
+  private List<Schedule> schedules = List.of();
+  private boolean runSchedules = true;
 
   private PgTaskWorker(WorkerConfig config) {
     this.config = config;
@@ -141,7 +144,12 @@ public final class PgTaskWorker implements AutoCloseable {
       if (config.tenantLockNamespace() == null) {
         config = config.withTenantLockNamespace(WorkerRuntime.readLockNamespace(config.dataSource()));
       }
+      for (Schedule s : schedules) { // declared before the scheduler starts: an invalid one stops the start
+        dev.pgtask.internal.schedule.Schedules.declare(dev.pgtask.internal.sql.Sql.using(config.dataSource()),
+            config.objectMapper(), s);
+      }
       runtime = new WorkerRuntime(config);
+      runtime.runScheduler(runSchedules);
       runtime.start();
     }
     return this;
@@ -230,6 +238,8 @@ public final class PgTaskWorker implements AutoCloseable {
     private ObjectMapper objectMapper;
     private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
     private PgTaskTracing tracing = PgTaskTracing.NONE;
+    private final Map<String, Schedule> schedules = new LinkedHashMap<>();
+    private boolean runSchedules = true;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -443,6 +453,26 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Declares {@code schedule} when the worker starts (an idempotent upsert by name, see
+     * {@link PgTask#schedule(Schedule)}); a later one of the same name replaces an earlier one.
+     */
+    public Builder schedule(Schedule schedule) {
+      Objects.requireNonNull(schedule, "schedule");
+      schedules.put(schedule.name(), schedule);
+      return this;
+    }
+
+    /**
+     * Whether this worker fires the cluster's schedules (default true). Any number of workers may:
+     * the database enqueues one task per fire however many do. Turn it off for workers that should
+     * only run tasks; keep it on in at least one worker, or no schedule fires.
+     */
+    public Builder runSchedules(boolean run) {
+      this.runSchedules = run;
+      return this;
+    }
+
     /** Validates everything and builds the worker (not started). */
     public PgTaskWorker build() {
       List<String> errors = new ArrayList<>();
@@ -516,7 +546,10 @@ public final class PgTaskWorker implements AutoCloseable {
           leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
           listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
           objectMapper != null ? objectMapper : defaultObjectMapper(), metrics, tracing);
-      return new PgTaskWorker(config);
+      PgTaskWorker worker = new PgTaskWorker(config);
+      worker.schedules = List.copyOf(schedules.values());
+      worker.runSchedules = runSchedules;
+      return worker;
     }
 
     private static void requirePositive(List<String> errors, String name, Duration d) {

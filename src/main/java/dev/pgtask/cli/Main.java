@@ -30,6 +30,7 @@ import picocli.CommandLine.ScopeType;
         "%nExit codes: 0 ok, 1 failed, 2 usage error or invalid input (nothing stored), 3 cannot connect",
         "  to the database, 4 no such task, 5 the task is running (or another transaction holds it),",
         "  6 the task's state does not allow the operation. 'pgtask demo' exits 1 when an invariant failed.",
+        "  Schedules: 2 an invalid declaration (nothing stored), 4 no such schedule.",
         "  With --json, read commands print JSON on stdout; errors stay one line on stderr."},
     subcommandsRepeatable = false)
 public final class Main implements Runnable {
@@ -37,8 +38,10 @@ public final class Main implements Runnable {
   /** The subcommands, in help order. Add new commands here. */
   static final Class<?>[] SUBCOMMANDS = {DemoCommand.class, MigrateCommand.class, WorkerCommand.class,
       StatusCommand.class, LocksCommand.class, WorkersCommand.class, TasksCommand.class, EnqueueCommand.class,
-      TaskOperation.Cancel.class, TaskOperation.Retry.class, TaskOperation.Delete.class, BenchCommand.class,
-      QueueCommands.Pause.class, QueueCommands.Resume.class, ExplainCommand.class};
+      TaskOperation.Cancel.class, TaskOperation.Retry.class, TaskOperation.Delete.class,
+      QueueCommands.Pause.class, QueueCommands.Resume.class, ExplainCommand.class,
+      ScheduleCommands.List.class, ScheduleCommands.Declare.class, ScheduleCommands.Unschedule.class,
+      BenchCommand.class};
 
   @Option(names = "--verbose", scope = ScopeType.INHERIT,
       description = "Debug logging, and stack traces with errors.")

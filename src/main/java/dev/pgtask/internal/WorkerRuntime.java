@@ -4,6 +4,7 @@ import dev.pgtask.internal.executor.Executor;
 import dev.pgtask.internal.maintenance.Maintenance;
 import dev.pgtask.internal.notifier.Listener;
 import dev.pgtask.internal.producer.Producer;
+import dev.pgtask.internal.schedule.Scheduler;
 import dev.pgtask.PgTaskException;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.WorkerQueries;
@@ -39,6 +40,8 @@ public final class WorkerRuntime {
   private final Producer producer;
   private final Listener listener;
   private final Maintenance maintenance;
+  private final Scheduler scheduler;
+  private volatile boolean runScheduler = true;
   private final Object lifecycle = new Object();
   private Runnable localWakeRegistration = () -> { };
   private boolean started;
@@ -48,7 +51,13 @@ public final class WorkerRuntime {
     this.config = config;
     this.executor = new Executor(config, stats);
     this.producer = new Producer(config, stats, executor);
-    this.listener = new Listener(config, producer::wake, executor::hint, executor::checkHeldNow);
+    this.scheduler = new Scheduler(config.dataSource(), config.workerId());
+    // a reconnect: schedule changes notified while the listener was away are lost, read them again
+    this.listener = new Listener(config, producer::wake, executor::hint, () -> {
+      scheduler.changed();
+      executor.checkHeldNow();
+    });
+    listener.onSchedulesChanged(scheduler::changed);
     executor.listeningSince(listener::listeningSince);
     executor.onDueIn(producer::dueIn);
     listener.onDue(producer::dueIn);
@@ -70,6 +79,9 @@ public final class WorkerRuntime {
       // from pgtask.cancel_request when it does
       localWakeRegistration = LocalWake.register(config.dataSource(), config.queues(), producer::wake);
       maintenance.start();
+      if (runScheduler) {
+        scheduler.start();
+      }
       log.info("pgtask worker {} started: queues {}, concurrency {}, kinds {}", config.workerId(),
           config.queues(), config.concurrency(), config.kinds());
     }
@@ -104,6 +116,7 @@ public final class WorkerRuntime {
       stopped = true;
       log.info("pgtask worker {} stopping: {} task(s) in flight", config.workerId(), executor.inFlight());
       localWakeRegistration.run();
+      scheduler.stop(Duration.ofSeconds(5));
       // one deadline for the whole stop: a claim stuck in flight (its tasks are put back when it
       // returns) must not add to the time running tasks get to finish
       long deadline = System.nanoTime() + config.shutdownTimeout().toNanos();
@@ -140,6 +153,16 @@ public final class WorkerRuntime {
   /** The maintenance passes, to run one on demand. */
   public Maintenance maintenance() {
     return maintenance;
+  }
+
+  /** The scheduler of recurring tasks (its {@code fireDue()} fires what is due now). */
+  public Scheduler scheduler() {
+    return scheduler;
+  }
+
+  /** Whether {@link #start()} starts the scheduler (default true); call before it. */
+  public void runScheduler(boolean run) {
+    this.runScheduler = run;
   }
 
   /** Wakes the producer as a notification would. */

@@ -61,6 +61,7 @@ public final class Listener extends Service {
   });
   private volatile Connection connection;
   private volatile long listeningSince;
+  private volatile Runnable onSchedulesChanged = () -> { };
 
   /** Receives "a task of one of this worker's queues is due in this long" (payload {@code <queue> <ms>}). */
   public void onDue(java.util.function.Consumer<java.time.Duration> onDue) {
@@ -112,6 +113,14 @@ public final class Listener extends Service {
     }
     interruptThreads();
     networkTimeoutExecutor.shutdown();
+  }
+
+  /**
+   * {@code action} runs on the listener's thread when a {@code schedules} control notification
+   * arrives (a schedule was declared, changed, paused, resumed or removed; only a hint).
+   */
+  public void onSchedulesChanged(Runnable action) {
+    this.onSchedulesChanged = action;
   }
 
   /** Since when (System.nanoTime()) the LISTENs have been in place without a break; 0 while they are not. */
@@ -271,6 +280,10 @@ public final class Listener extends Service {
 
   private void handleControl(String payload) {
     // any role can send anything here: parse cheaply, never log per message, act only on a task id
+    if ("schedules".equals(payload)) {
+      onSchedulesChanged.run(); // a hint: the scheduler re-reads the next due time
+      return;
+    }
     if (payload == null || !payload.startsWith("cancel ") || payload.length() > 64) {
       return;
     }

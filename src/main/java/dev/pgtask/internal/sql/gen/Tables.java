@@ -5,6 +5,7 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
+import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLeader;
@@ -13,6 +14,8 @@ import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
+import dev.pgtask.internal.sql.gen.tables.Schedule;
+import dev.pgtask.internal.sql.gen.tables.Schedules;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
@@ -21,9 +24,11 @@ import dev.pgtask.internal.sql.gen.tables.TenantLocks;
 import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
+import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
 
+import java.time.Instant;
 import java.time.OffsetDateTime;
 
 import org.jooq.Configuration;
@@ -42,6 +47,64 @@ public class Tables {
      * The table <code>pgtask.cancel_request</code>.
      */
     public static final CancelRequest CANCEL_REQUEST = CancelRequest.CANCEL_REQUEST;
+
+    /**
+     * cron text, time_zone text DEFAULT 'UTC'::text, after timestamp with time
+     * zone DEFAULT NULL::timestamp with time zone, count integer DEFAULT 5
+     */
+    public static final CronFireTimes CRON_FIRE_TIMES = CronFireTimes.CRON_FIRE_TIMES;
+
+    /**
+     * Call <code>pgtask.cron_fire_times</code>.
+     */
+    public static Result<CronFireTimesRecord> CRON_FIRE_TIMES(
+          Configuration configuration
+        , String cron
+        , String timeZone
+        , Instant after
+        , Integer count
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+              cron
+            , timeZone
+            , after
+            , count
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.cron_fire_times</code> as a table.
+     */
+    public static CronFireTimes CRON_FIRE_TIMES(
+          String cron
+        , String timeZone
+        , Instant after
+        , Integer count
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+            cron,
+            timeZone,
+            after,
+            count
+        );
+    }
+
+    /**
+     * Get <code>pgtask.cron_fire_times</code> as a table.
+     */
+    public static CronFireTimes CRON_FIRE_TIMES(
+          Field<String> cron
+        , Field<String> timeZone
+        , Field<Instant> after
+        , Field<Integer> count
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+            cron,
+            timeZone,
+            after,
+            count
+        );
+    }
 
     /**
      * kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[]
@@ -208,6 +271,16 @@ public class Tables {
      * The table <code>pgtask.running</code>.
      */
     public static final Running RUNNING = Running.RUNNING;
+
+    /**
+     * The table <code>pgtask.schedule</code>.
+     */
+    public static final Schedule SCHEDULE = Schedule.SCHEDULE;
+
+    /**
+     * The table <code>pgtask.schedules</code>.
+     */
+    public static final Schedules SCHEDULES = Schedules.SCHEDULES;
 
     /**
      * The table <code>pgtask.settings</code>.

@@ -1,0 +1,95 @@
+package dev.pgtask.internal.schedule;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.pgtask.InvalidScheduleException;
+import dev.pgtask.Schedule;
+import dev.pgtask.ScheduleInfo;
+import dev.pgtask.internal.sql.ScheduleQueries;
+import dev.pgtask.internal.sql.gen.tables.records.SchedulesRecord;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.jooq.DSLContext;
+import org.postgresql.util.PSQLException;
+import org.postgresql.util.ServerErrorMessage;
+
+/** Declaring, changing and listing schedules: {@code PgTask}'s and the worker's way in. */
+public final class Schedules {
+
+  private Schedules() {}
+
+  /**
+   * Declares {@code schedule} (an idempotent upsert by name) and returns its next fire instant.
+   *
+   * @throws InvalidScheduleException the database refused it; nothing is stored
+   */
+  public static Instant declare(DSLContext dsl, ObjectMapper mapper, Schedule schedule) {
+    String payload = payloadJson(mapper, schedule.payload());
+    try {
+      return ScheduleQueries.schedule(dsl, schedule.name(), schedule.cron(), schedule.kind(), payload,
+          schedule.queue(), schedule.tenant(), schedule.zone().getId(), schedule.catchUp(), schedule.allowOverlap(),
+          schedule.jitter(), schedule.priority(), schedule.maxAttempts());
+    } catch (RuntimeException e) {
+      throw translate(e);
+    }
+  }
+
+  /** The schedules as {@code pgtask.schedules} shows them, by name. */
+  public static List<ScheduleInfo> list(DSLContext dsl) {
+    List<ScheduleInfo> out = new ArrayList<>();
+    for (SchedulesRecord r : ScheduleQueries.selectSchedules(dsl)) {
+      out.add(info(r));
+    }
+    return out;
+  }
+
+  /** One row of the view as a {@link ScheduleInfo}. */
+  public static ScheduleInfo info(SchedulesRecord r) {
+    Duration jitter = r.getJitter() == null ? Duration.ZERO : r.getJitter().toDuration();
+    return new ScheduleInfo(r.getName(), r.getCron(), r.getKind(), r.getQueue(), r.getTenant(), r.getTimeZone(),
+        Boolean.TRUE.equals(r.getPaused()), r.getNextFireAt(), r.getLastFireAt(), r.getLastTaskId(),
+        r.getLastTaskState(), r.getPayload() == null ? "{}" : r.getPayload().data(), r.getCatchUp(),
+        Boolean.TRUE.equals(r.getAllowOverlap()), jitter, r.getPriority(), r.getMaxAttempts(), r.getFired(),
+        r.getOverlapped(), r.getLastMissedAt(), r.getMissedPending(), Boolean.TRUE.equals(r.getQueuePaused()));
+  }
+
+  /** An invalid declaration (SQLSTATE 23514) as {@link InvalidScheduleException}; anything else unchanged. */
+  public static RuntimeException translate(RuntimeException e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof PSQLException p && "23514".equals(p.getSQLState())) {
+        ServerErrorMessage m = p.getServerErrorMessage();
+        String message = m == null ? null : m.getMessage();
+        String constraint = m == null ? null : m.getConstraint();
+        return new InvalidScheduleException(constraint,
+            message != null && message.startsWith("pgtask:") ? message : "pgtask: invalid schedule: violates " + constraint, e);
+      }
+      if (c.getCause() == c) {
+        break;
+      }
+    }
+    return e;
+  }
+
+  static String payloadJson(ObjectMapper mapper, Object payload) {
+    if (payload == null) {
+      return "{}";
+    }
+    try {
+      JsonNode node = payload instanceof String s ? mapper.readTree(s)
+          : payload instanceof JsonNode n ? n : mapper.valueToTree(payload);
+      if (node == null || !node.isObject()) {
+        throw new InvalidScheduleException("task_payload_object", "pgtask: invalid schedule: payload must be a JSON "
+            + "object, not " + (node == null ? "empty" : node.getNodeType().name().toLowerCase(Locale.ROOT)));
+      }
+      return mapper.writeValueAsString(node);
+    } catch (JsonProcessingException | IllegalArgumentException e) {
+      // Jackson's messages quote the input: never pass them on
+      throw new InvalidScheduleException("task_payload_json", "pgtask: invalid schedule: payload is not valid JSON "
+          + "or cannot be serialized (" + e.getClass().getSimpleName() + ")");
+    }
+  }
+}

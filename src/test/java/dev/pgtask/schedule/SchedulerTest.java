@@ -1,0 +1,117 @@
+package dev.pgtask.schedule;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.Schedule;
+import dev.pgtask.internal.schedule.Scheduler;
+import dev.pgtask.testsupport.Db;
+import dev.pgtask.testsupport.Leaks;
+import dev.pgtask.testsupport.QueueDatabase;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** The worker's scheduler against the real server and the real clock, with second-level cron. */
+class SchedulerTest {
+
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("scheduler", 20);
+
+  final List<PgTaskWorker> workers = new ArrayList<>();
+  Db sql;
+
+  @BeforeEach
+  void clean() throws SQLException {
+    sql = queue.sql();
+    sql.exec("DELETE FROM pgtask.schedule");
+    sql.exec("DELETE FROM pgtask.task");
+  }
+
+  @AfterEach
+  void stop() throws SQLException {
+    for (PgTaskWorker w : workers) {
+      w.close();
+    }
+    sql.exec("DELETE FROM pgtask.schedule");
+    Leaks.assertNoAdvisoryLocks(queue.database());
+  }
+
+  PgTaskWorker start(PgTaskWorker.Builder b) {
+    PgTaskWorker w = b.build();
+    workers.add(w);
+    return w.start();
+  }
+
+  PgTaskWorker.Builder worker() {
+    return PgTaskWorker.builder(queue.pool()).concurrency(2).shutdownTimeout(Duration.ofSeconds(5))
+        .handler("tick", (ctx, payload) -> { });
+  }
+
+  /** Seconds between each fire instant and its task's creation, in fire order. */
+  List<Double> lateness() throws SQLException {
+    return sql.doubles("SELECT extract(epoch FROM created_at - schedule_fire_at)::float8 FROM pgtask.task "
+        + "WHERE schedule_name IS NOT NULL ORDER BY schedule_fire_at");
+  }
+
+  @Test
+  void severalWorkersEnqueueExactlyOneTaskPerFireWithinOneSecondOfItsTime() throws SQLException {
+    start(worker().schedule(Schedule.of("every-2s", "*/2 * * * * *", "tick")));
+    start(worker());
+    start(worker());
+    await("6 fires").atMost(Duration.ofSeconds(40)).pollInterval(Duration.ofMillis(200))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task WHERE schedule_name = 'every-2s'") >= 6);
+    List<String> gaps = sql.rows("SELECT extract(epoch FROM schedule_fire_at - lag(schedule_fire_at) "
+        + "OVER (ORDER BY schedule_fire_at))::int FROM pgtask.task ORDER BY schedule_fire_at");
+    assertThat(gaps.subList(1, gaps.size())).as("one task per fire, none missing").containsOnly("2");
+    assertThat(lateness()).as("seconds from fire time to enqueue").allSatisfy(l -> assertThat(l).isBetween(0.0, 1.0));
+    await("the tasks ran").atMost(Duration.ofSeconds(20))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task WHERE state = 'completed'") >= 5);
+  }
+
+  @Test
+  void aDeclarationWakesASchedulerWaitingForALaterFire() throws SQLException {
+    // its only schedule fires yearly: without the notification the scheduler would sleep its full backstop
+    PgTaskWorker w = start(worker().schedule(Schedule.of("yearly", "@yearly", "tick")));
+    Scheduler scheduler = w.runtime().scheduler();
+    await().atMost(Duration.ofSeconds(10)).until(() -> scheduler.passes() >= 1);
+    sql.exec("SELECT pgtask.schedule('soon', '*/2 * * * * *', 'tick')");
+    await("a fire of the new schedule").atMost(Scheduler.MAX_SLEEP.dividedBy(4)).pollInterval(Duration.ofMillis(100))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task WHERE schedule_name = 'soon'") >= 2);
+    assertThat(lateness()).allSatisfy(l -> assertThat(l).isBetween(0.0, 1.0));
+  }
+
+  @Test
+  void betweenFiresTheSchedulerQueriesNothing() throws SQLException {
+    PgTaskWorker w = start(worker().schedule(Schedule.of("hourly", "@hourly", "tick")));
+    Scheduler scheduler = w.runtime().scheduler();
+    await().atMost(Duration.ofSeconds(10)).until(() -> scheduler.passes() >= 1);
+    long[] before = {scheduler.passes(), scheduler.reads()};
+    await("6 s without a query").during(Duration.ofSeconds(6)).atMost(Duration.ofSeconds(8))
+        .until(() -> scheduler.passes() == before[0] && scheduler.reads() == before[1]);
+    sql.exec("SELECT pgtask.pause_schedule('hourly')");
+    await("one read when told").atMost(Duration.ofSeconds(5)).until(() -> scheduler.reads() == before[1] + 1);
+    assertThat(scheduler.passes()).isEqualTo(before[0]);
+  }
+
+  @Test
+  void aPausedScheduleFiresNothingUntilResumed() throws SQLException {
+    PgTaskWorker w = start(worker().schedule(Schedule.of("p", "* * * * * *", "tick")));
+    await().atMost(Duration.ofSeconds(10)).until(() -> sql.count("SELECT count(*) FROM pgtask.task") >= 1);
+    sql.exec("SELECT pgtask.pause_schedule('p')");
+    // a fire that committed before the pause is counted here; none can commit after it
+    long paused = sql.count("SELECT count(*) FROM pgtask.task");
+    await("no fire while paused").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task") == paused);
+    long afterPause = sql.count("SELECT count(*) FROM pgtask.task");
+    sql.exec("SELECT pgtask.resume_schedule('p')");
+    await("fires again after the resume").atMost(Duration.ofSeconds(5))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task") >= afterPause + 2);
+  }
+}
