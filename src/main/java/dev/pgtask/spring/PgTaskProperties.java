@@ -1,7 +1,6 @@
 package dev.pgtask.spring;
 
 import dev.pgtask.PgTaskWorker;
-import dev.pgtask.TaskOptions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,7 +8,8 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
  * The {@code pgtask.*} properties of the Spring Boot integration. Defaults are pgtask's own
- * ({@link PgTaskWorker}'s constants) except {@code pgtask.worker.shutdown-timeout}, which is
+ * ({@link PgTaskWorker}'s constants, written out as literals so that the IDE metadata shows them;
+ * a test keeps them equal) except {@code pgtask.worker.shutdown-timeout}, which is
  * shorter so that a stop fits in Spring's default shutdown phase (30 s) and Kubernetes' default
  * grace period (30 s).
  */
@@ -58,41 +58,41 @@ public class PgTaskProperties {
     /** Whether to run a worker in this application (it starts only when handler beans exist). */
     private boolean enabled = true;
     /** The queues to claim from. */
-    private List<String> queues = new ArrayList<>(List.of(TaskOptions.DEFAULT_QUEUE));
+    private List<String> queues = new ArrayList<>(List.of("default"));
     /** Tasks executed at once. */
-    private int concurrency = PgTaskWorker.DEFAULT_CONCURRENCY;
+    private int concurrency = 10;
     /** Maximum tasks claimed by one statement. */
-    private int batchSize = PgTaskWorker.DEFAULT_BATCH_SIZE;
+    private int batchSize = 50;
     /** Claimed tasks that may wait locally for a free executor. */
-    private int prefetch = PgTaskWorker.DEFAULT_PREFETCH;
+    private int prefetch = 0;
     /** Tasks committed together in one transaction (1: one transaction per task). */
-    private int commitBatchSize = PgTaskWorker.DEFAULT_COMMIT_BATCH_SIZE;
+    private int commitBatchSize = 1;
     /** Longest time a transaction carrying several tasks stays open. */
-    private Duration commitBatchTime = PgTaskWorker.DEFAULT_COMMIT_BATCH_TIME;
+    private Duration commitBatchTime = Duration.ofMillis(50);
     /** Polling interval when no notification arrives. */
-    private Duration pollInterval = PgTaskWorker.DEFAULT_POLL_INTERVAL;
+    private Duration pollInterval = Duration.ofSeconds(5);
     /** Default task timeout (a handler may set its own). */
-    private Duration taskTimeout = PgTaskWorker.DEFAULT_TASK_TIMEOUT;
+    private Duration taskTimeout = Duration.ofMinutes(5);
     /**
      * Time running tasks get to finish when the application stops; the rest are interrupted and
      * rolled back (available again, attempt given back). Must be shorter than
      * spring.lifecycle.timeout-per-shutdown-phase.
      */
-    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private Duration shutdownTimeout = Duration.ofSeconds(20);
     /** Claim lease: a task whose worker died is rescued after this (plus the rescue interval). */
-    private Duration leaseDuration = PgTaskWorker.DEFAULT_LEASE_DURATION;
+    private Duration leaseDuration = Duration.ofSeconds(30);
     /** Interval of the maintenance passes (rescue, tenant repair, retention). */
-    private Duration rescueInterval = PgTaskWorker.DEFAULT_RESCUE_INTERVAL;
+    private Duration rescueInterval = Duration.ofSeconds(10);
     /** Delay before a task whose tenant lock was busy is tried again. */
-    private Duration tenantDeferDelay = PgTaskWorker.DEFAULT_TENANT_DEFER_DELAY;
+    private Duration tenantDeferDelay = Duration.ofSeconds(1);
     /** First retry delay; doubles per attempt. */
-    private Duration retryBackoffBase = PgTaskWorker.DEFAULT_RETRY_BACKOFF_BASE;
+    private Duration retryBackoffBase = Duration.ofSeconds(1);
     /** Longest retry delay. */
-    private Duration retryBackoffCap = PgTaskWorker.DEFAULT_RETRY_BACKOFF_CAP;
+    private Duration retryBackoffCap = Duration.ofHours(1);
     /** How long completed tasks stay in the table. */
-    private Duration completedRetention = PgTaskWorker.DEFAULT_COMPLETED_RETENTION;
+    private Duration completedRetention = Duration.ofHours(24);
     /** How long cancelled and discarded tasks stay in the table. */
-    private Duration failedRetention = PgTaskWorker.DEFAULT_FAILED_RETENTION;
+    private Duration failedRetention = Duration.ofDays(7);
     /** This worker's id (default host:pid). */
     private String id;
     /**
@@ -164,7 +164,7 @@ public class PgTaskProperties {
     /** Password for listen.url (default: the pool's password). */
     private String password;
     /** Health-check interval of the LISTEN connection. */
-    private Duration pingInterval = PgTaskWorker.DEFAULT_LISTENER_PING_INTERVAL;
+    private Duration pingInterval = Duration.ofSeconds(10);
 
     public String getUrl() { return url; }
     public void setUrl(String url) { this.url = url; }

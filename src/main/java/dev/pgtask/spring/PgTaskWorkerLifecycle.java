@@ -162,7 +162,7 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
           : " (pgtask.worker.own-pool=false: the application's pool, spring.datasource.hikari.maximum-pool-size,"
               + " must have more connections than pgtask.worker.concurrency; or remove pgtask.worker.own-pool=false"
               + " to give the worker its own pool)";
-      throw new IllegalStateException(e.getMessage() + hint, e);
+      throw new IllegalStateException(e.getMessage() + hint);
     }
   }
 
