@@ -46,12 +46,14 @@ public final class PgTask {
   private final DSLContext dsl;
   private final PgTaskMetrics metrics;
   private final PgTaskTracing tracing;
+  private final CurrentTransaction currentTransaction;
 
   private PgTask(Builder b) {
     this.dataSource = b.dataSource;
     this.objectMapper = b.objectMapper;
     this.metrics = b.metrics;
     this.tracing = b.tracing;
+    this.currentTransaction = b.currentTransaction;
     this.dsl = Sql.using(dataSource);
   }
 
@@ -88,12 +90,21 @@ public final class PgTask {
   }
 
   /**
-   * Enqueues a task in its own transaction. Returns its id, or with a dedupe key held by an
-   * unfinished task, that task's id.
+   * Enqueues a task in its own transaction, or in the caller's current transaction when the
+   * builder's {@link Builder#currentTransaction} finds one. Returns its id, or with a dedupe key
+   * held by an unfinished task, that task's id.
    *
    * @throws InvalidTaskException when a field is invalid; nothing is stored
    */
   public long enqueue(NewTask task) {
+    Connection current = currentTransaction.connection();
+    if (current != null) {
+      try {
+        return enqueue(current, task);
+      } finally {
+        currentTransaction.release(current);
+      }
+    }
     long id = enqueueWith(dsl, task);
     wakeLocalWorkers(task);
     return id;
@@ -146,6 +157,14 @@ public final class PgTask {
     Objects.requireNonNull(tasks, "tasks");
     if (tasks.isEmpty()) {
       return List.of();
+    }
+    Connection current = currentTransaction.connection();
+    if (current != null) {
+      try {
+        return enqueueAll(current, tasks);
+      } finally {
+        currentTransaction.release(current);
+      }
     }
     // one transaction: a delay is added to the database's now() read in the same transaction that
     // inserts, so run_at - created_at equals the delay exactly
@@ -509,9 +528,20 @@ public final class PgTask {
     private ObjectMapper objectMapper;
     private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
     private PgTaskTracing tracing = PgTaskTracing.NONE;
+    private CurrentTransaction currentTransaction = CurrentTransaction.NONE;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /**
+     * Where the enqueues given no connection look for the caller's transaction (default:
+     * {@link CurrentTransaction#NONE}, they always commit on their own). Spring Boot's
+     * auto-configuration sets one that joins the Spring-managed transaction of the thread.
+     */
+    public Builder currentTransaction(CurrentTransaction currentTransaction) {
+      this.currentTransaction = Objects.requireNonNull(currentTransaction, "currentTransaction");
+      return this;
     }
 
     /**

@@ -210,6 +210,21 @@ public final class PgTaskWorker implements AutoCloseable {
     });
   }
 
+  /** Whether the worker is started and its LISTEN connection is listening right now. */
+  public boolean listening() {
+    WorkerRuntime r = runtime;
+    return r != null && r.listening();
+  }
+
+  /**
+   * When this worker's last claim statement returned (whether it found tasks or not), or
+   * {@code null} before the first. A worker claims at least once per poll interval.
+   */
+  public java.time.Instant lastClaimAt() {
+    WorkerRuntime r = runtime;
+    return r == null ? null : r.lastClaimAt();
+  }
+
   /** Builds a {@link PgTaskWorker}; everything is validated at {@link #build()}. */
   public static final class Builder {
     private final DataSource dataSource;

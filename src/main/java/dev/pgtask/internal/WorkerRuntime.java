@@ -170,6 +170,17 @@ public final class WorkerRuntime {
     producer.wake();
   }
 
+  /** Whether the LISTEN connection is connected and listening right now. */
+  public boolean listening() {
+    return listener.listeningSince() != 0;
+  }
+
+  /** When the last claim statement returned, or {@code null} before the first. */
+  public java.time.Instant lastClaimAt() {
+    long millis = stats.lastClaimMillis.get();
+    return millis == 0 ? null : java.time.Instant.ofEpochMilli(millis);
+  }
+
   public Stats stats() {
     return new Stats(stats.claimed.get(), stats.claimQueries.get(), stats.completed.get(),
         stats.retried.get(), stats.discarded.get(), stats.cancelled.get(), stats.deferred.get(),

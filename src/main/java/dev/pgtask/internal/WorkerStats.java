@@ -13,4 +13,6 @@ public final class WorkerStats {
   public final AtomicLong deferred = new AtomicLong();
   public final AtomicLong released = new AtomicLong();
   public final AtomicLong rescued = new AtomicLong();
+  /** When the last claim statement returned (epoch millis; 0: none yet). Written by the producer. */
+  public final AtomicLong lastClaimMillis = new AtomicLong();
 }

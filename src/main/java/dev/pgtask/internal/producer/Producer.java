@@ -183,6 +183,7 @@ public final class Producer extends Service {
   }
 
   private void count(List<Claimed> tasks) {
+    stats.lastClaimMillis.set(System.currentTimeMillis());
     stats.claimed.addAndGet(tasks.size());
     if (!tasks.isEmpty()) {
       reportClaims(tasks);

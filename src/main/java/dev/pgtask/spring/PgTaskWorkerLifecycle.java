@@ -1,0 +1,268 @@
+package dev.pgtask.spring;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.PgTaskMetrics;
+import dev.pgtask.PgTaskWorker;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.autoconfigure.jdbc.DataSourceProperties;
+import org.springframework.context.SmartLifecycle;
+
+/**
+ * The auto-configured worker, started and stopped with the application context.
+ *
+ * <ul>
+ *   <li>Starts when the context has been refreshed (every bean, handlers included, exists), in the
+ *       last lifecycle phase, so it stops first: before the web server and before any bean it uses
+ *       is destroyed.</li>
+ *   <li>Stops within {@code pgtask.worker.shutdown-timeout}: claims stop, claimed tasks that have
+ *       not started are released, running tasks get that long to finish, the rest are interrupted,
+ *       rolled back and released. Startup fails when that timeout does not fit in Spring's
+ *       {@code spring.lifecycle.timeout-per-shutdown-phase} with 5 s to spare.</li>
+ *   <li>Keeps the JVM alive while it runs (one non-daemon thread that only waits), so an application
+ *       that is only a worker does not exit when its {@code main} returns.</li>
+ *   <li>Runs on its own pool ({@code pgtask.worker.pool-size}, default concurrency + 1) built from the
+ *       application's HikariCP settings or {@code spring.datasource.*}, unless
+ *       {@code pgtask.worker.own-pool=false}.</li>
+ * </ul>
+ */
+public final class PgTaskWorkerLifecycle implements SmartLifecycle {
+
+  private static final Logger log = LoggerFactory.getLogger(PgTaskWorkerLifecycle.class);
+
+  /** Time a stop keeps in hand inside Spring's shutdown phase, for releasing tasks and closing the pool. */
+  static final Duration STOP_MARGIN = Duration.ofSeconds(5);
+
+  private final PgTaskProperties.Worker settings;
+  private final DataSource appDataSource;
+  private final DataSourceProperties dataSourceProperties;
+  private final Map<String, PgTaskHandler<?>> handlers;
+  private final PgTaskMetrics metrics;
+  private final Duration shutdownPhaseTimeout;
+  private final Object lock = new Object();
+  private PgTaskWorker worker;
+  private HikariDataSource ownPool;
+  private Thread keepAlive;
+  private CountDownLatch stopped;
+  private List<String> kinds = List.of();
+
+  PgTaskWorkerLifecycle(PgTaskProperties.Worker settings, DataSource appDataSource,
+      DataSourceProperties dataSourceProperties, Map<String, PgTaskHandler<?>> handlers, PgTaskMetrics metrics,
+      Duration shutdownPhaseTimeout) {
+    this.settings = settings;
+    this.appDataSource = appDataSource;
+    this.dataSourceProperties = dataSourceProperties;
+    this.handlers = handlers;
+    this.metrics = metrics;
+    this.shutdownPhaseTimeout = shutdownPhaseTimeout;
+  }
+
+  /** The running worker, or {@code null} when stopped (or not started: no handler beans). */
+  public PgTaskWorker worker() {
+    synchronized (lock) {
+      return worker;
+    }
+  }
+
+  /** The kinds of the handler beans this worker runs. */
+  public List<String> kinds() {
+    synchronized (lock) {
+      return kinds;
+    }
+  }
+
+  @Override
+  public void start() {
+    synchronized (lock) {
+      if (worker != null) {
+        return;
+      }
+      if (handlers.isEmpty()) {
+        log.info("pgtask: no PgTaskHandler beans in the application context: the worker does not start"
+            + " (this application only enqueues; set pgtask.worker.enabled=false to say so)");
+        return;
+      }
+      Duration shutdownTimeout = settings.getShutdownTimeout();
+      if (shutdownTimeout != null && shutdownTimeout.plus(STOP_MARGIN).compareTo(shutdownPhaseTimeout) > 0) {
+        throw new IllegalStateException("pgtask: pgtask.worker.shutdown-timeout (" + shutdownTimeout
+            + ") leaves less than " + STOP_MARGIN.toSeconds() + " s of spring.lifecycle.timeout-per-shutdown-phase ("
+            + shutdownPhaseTimeout + ") to release running tasks: lower pgtask.worker.shutdown-timeout to at most "
+            + shutdownPhaseTimeout.minus(STOP_MARGIN) + " or raise spring.lifecycle.timeout-per-shutdown-phase");
+      }
+      DataSource workerDataSource = settings.isOwnPool() ? ownPool() : appDataSource;
+      PgTaskWorker built;
+      try {
+        built = build(workerDataSource);
+      } catch (RuntimeException e) {
+        closeOwnPool();
+        throw e;
+      }
+      try {
+        built.start();
+      } catch (RuntimeException e) {
+        closeOwnPool();
+        throw e;
+      }
+      worker = built;
+      stopped = new CountDownLatch(1);
+      CountDownLatch latch = stopped;
+      keepAlive = new Thread(() -> {
+        try {
+          latch.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }, "pgtask-keep-alive");
+      keepAlive.setDaemon(false);
+      keepAlive.start();
+    }
+  }
+
+  private PgTaskWorker build(DataSource workerDataSource) {
+    PgTaskWorker.Builder b = PgTaskWorker.builder(workerDataSource)
+        .queues(settings.getQueues().toArray(String[]::new))
+        .concurrency(settings.getConcurrency())
+        .batchSize(settings.getBatchSize())
+        .prefetch(settings.getPrefetch())
+        .commitBatch(settings.getCommitBatchSize(), settings.getCommitBatchTime())
+        .pollInterval(settings.getPollInterval())
+        .taskTimeout(settings.getTaskTimeout())
+        .shutdownTimeout(settings.getShutdownTimeout())
+        .leaseDuration(settings.getLeaseDuration())
+        .rescueInterval(settings.getRescueInterval())
+        .tenantDeferDelay(settings.getTenantDeferDelay())
+        .retryBackoff(settings.getRetryBackoffBase(), settings.getRetryBackoffCap())
+        .listenerPingInterval(settings.getListen().getPingInterval())
+        .retention(settings.getCompletedRetention(), settings.getFailedRetention())
+        .metrics(metrics);
+    if (settings.getId() != null && !settings.getId().isBlank()) {
+      b.workerId(settings.getId());
+    }
+    PgTaskProperties.Listen listen = settings.getListen();
+    if (listen.getUrl() != null && !listen.getUrl().isBlank()) {
+      String user = listen.getUsername() != null ? listen.getUsername() : poolUser(workerDataSource);
+      String password = listen.getPassword() != null ? listen.getPassword() : poolPassword(workerDataSource);
+      String url = listen.getUrl();
+      b.listenConnection(() -> DriverManager.getConnection(url, user, password));
+    }
+    kinds = PgTaskHandlers.register(b, handlers, appDataSource);
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      String hint = settings.isOwnPool()
+          ? " (the worker's own pool: pgtask.worker.pool-size, pgtask.worker.concurrency)"
+          : " (pgtask.worker.own-pool=false: the application's pool, spring.datasource.hikari.maximum-pool-size,"
+              + " must have more connections than pgtask.worker.concurrency; or remove pgtask.worker.own-pool=false"
+              + " to give the worker its own pool)";
+      throw new IllegalStateException(e.getMessage() + hint);
+    }
+  }
+
+  /** The worker's own HikariCP pool, from the application pool's settings or spring.datasource.*. */
+  private HikariDataSource ownPool() {
+    HikariConfig config = new HikariConfig();
+    HikariDataSource appHikari = unwrapHikari(appDataSource);
+    if (appHikari != null) {
+      appHikari.copyStateTo(config);
+    } else if (dataSourceProperties != null && dataSourceProperties.determineUrl() != null) {
+      config.setJdbcUrl(dataSourceProperties.determineUrl());
+      config.setUsername(dataSourceProperties.determineUsername());
+      config.setPassword(dataSourceProperties.determinePassword());
+    } else {
+      throw new IllegalStateException("pgtask: the worker's own pool copies the settings of the application's"
+          + " HikariDataSource or spring.datasource.url, and there is neither (the DataSource is a "
+          + appDataSource.getClass().getName() + "): set spring.datasource.url, or pgtask.worker.own-pool=false"
+          + " to run the worker on the application's DataSource");
+    }
+    int size = settings.getPoolSize() != null ? settings.getPoolSize() : settings.getConcurrency() + 1;
+    config.setMaximumPoolSize(Math.max(1, size));
+    config.setMinimumIdle(Math.min(2, Math.max(1, size)));
+    config.setPoolName("pgtask-worker");
+    config.setRegisterMbeans(false);
+    ownPool = new HikariDataSource(config);
+    return ownPool;
+  }
+
+  private static HikariDataSource unwrapHikari(DataSource ds) {
+    if (ds instanceof HikariDataSource h) {
+      return h;
+    }
+    try {
+      return ds.isWrapperFor(HikariDataSource.class) ? ds.unwrap(HikariDataSource.class) : null;
+    } catch (SQLException e) {
+      return null;
+    }
+  }
+
+  private String poolUser(DataSource ds) {
+    HikariDataSource h = unwrapHikari(ds);
+    return h != null ? h.getUsername() : dataSourceProperties != null ? dataSourceProperties.determineUsername() : null;
+  }
+
+  private String poolPassword(DataSource ds) {
+    HikariDataSource h = unwrapHikari(ds);
+    return h != null ? h.getPassword() : dataSourceProperties != null ? dataSourceProperties.determinePassword() : null;
+  }
+
+  @Override
+  public void stop(Runnable callback) {
+    Thread t = new Thread(() -> {
+      try {
+        stop();
+      } finally {
+        callback.run();
+      }
+    }, "pgtask-stop");
+    t.start();
+  }
+
+  @Override
+  public void stop() {
+    PgTaskWorker w;
+    synchronized (lock) {
+      w = worker;
+      worker = null;
+    }
+    if (w == null) {
+      return;
+    }
+    try {
+      w.close();
+    } finally {
+      synchronized (lock) {
+        closeOwnPool();
+        if (stopped != null) {
+          stopped.countDown();
+        }
+      }
+    }
+  }
+
+  private void closeOwnPool() {
+    if (ownPool != null) {
+      ownPool.close();
+      ownPool = null;
+    }
+  }
+
+  @Override
+  public boolean isRunning() {
+    synchronized (lock) {
+      return worker != null;
+    }
+  }
+
+  /** The last phase: starts after every other lifecycle bean, stops before them. */
+  @Override
+  public int getPhase() {
+    return SmartLifecycle.DEFAULT_PHASE;
+  }
+}
