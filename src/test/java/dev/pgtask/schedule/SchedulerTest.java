@@ -79,7 +79,7 @@ class SchedulerTest {
   void aDeclarationWakesASchedulerWaitingForALaterFire() throws SQLException {
     // its only schedule fires yearly: without the notification the scheduler would sleep its full backstop
     PgTaskWorker w = start(worker().schedule(Schedule.of("yearly", "@yearly", "tick")));
-    Scheduler scheduler = w.runtime().scheduler();
+    Scheduler scheduler = dev.pgtask.internal.WorkerAccess.runtime(w).scheduler();
     await().atMost(Duration.ofSeconds(10)).until(() -> scheduler.passes() >= 1);
     sql.exec("SELECT pgtask.schedule('soon', '*/2 * * * * *', 'tick')");
     await("a fire of the new schedule").atMost(Scheduler.MAX_SLEEP.dividedBy(4)).pollInterval(Duration.ofMillis(100))
@@ -90,7 +90,7 @@ class SchedulerTest {
   @Test
   void betweenFiresTheSchedulerQueriesNothing() throws SQLException {
     PgTaskWorker w = start(worker().schedule(Schedule.of("hourly", "@hourly", "tick")));
-    Scheduler scheduler = w.runtime().scheduler();
+    Scheduler scheduler = dev.pgtask.internal.WorkerAccess.runtime(w).scheduler();
     await().atMost(Duration.ofSeconds(10)).until(() -> scheduler.passes() >= 1);
     long[] before = {scheduler.passes(), scheduler.reads()};
     await("6 s without a query").during(Duration.ofSeconds(6)).atMost(Duration.ofSeconds(8))

@@ -5,25 +5,35 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
+import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.Health;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLeader;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
+import dev.pgtask.internal.sql.gen.tables.PausedQueues;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
+import dev.pgtask.internal.sql.gen.tables.Schedule;
+import dev.pgtask.internal.sql.gen.tables.Schedules;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
+import dev.pgtask.internal.sql.gen.tables.TenantLoad;
+import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.TenantLocks;
 import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
+import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
+import dev.pgtask.internal.sql.gen.udt.CronSpec;
 
+import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.Arrays;
 import java.util.List;
@@ -35,7 +45,9 @@ import org.jooq.JSONB;
 import org.jooq.Result;
 import org.jooq.Sequence;
 import org.jooq.Table;
+import org.jooq.UDT;
 import org.jooq.impl.SchemaImpl;
+import org.jooq.types.YearToSecond;
 
 
 /**
@@ -55,6 +67,64 @@ public class Pgtask extends SchemaImpl {
      * The table <code>pgtask.cancel_request</code>.
      */
     public final CancelRequest CANCEL_REQUEST = CancelRequest.CANCEL_REQUEST;
+
+    /**
+     * cron text, time_zone text DEFAULT 'UTC'::text, after timestamp with time
+     * zone DEFAULT NULL::timestamp with time zone, count integer DEFAULT 5
+     */
+    public final CronFireTimes CRON_FIRE_TIMES = CronFireTimes.CRON_FIRE_TIMES;
+
+    /**
+     * Call <code>pgtask.cron_fire_times</code>.
+     */
+    public static Result<CronFireTimesRecord> CRON_FIRE_TIMES(
+          Configuration configuration
+        , String cron
+        , String timeZone
+        , Instant after
+        , Integer count
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+              cron
+            , timeZone
+            , after
+            , count
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.cron_fire_times</code> as a table.
+     */
+    public static CronFireTimes CRON_FIRE_TIMES(
+          String cron
+        , String timeZone
+        , Instant after
+        , Integer count
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+            cron,
+            timeZone,
+            after,
+            count
+        );
+    }
+
+    /**
+     * Get <code>pgtask.cron_fire_times</code> as a table.
+     */
+    public static CronFireTimes CRON_FIRE_TIMES(
+          Field<String> cron
+        , Field<String> timeZone
+        , Field<Instant> after
+        , Field<Integer> count
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+            cron,
+            timeZone,
+            after,
+            count
+        );
+    }
 
     /**
      * kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[]
@@ -213,6 +283,11 @@ public class Pgtask extends SchemaImpl {
     public final PausedQueue PAUSED_QUEUE = PausedQueue.PAUSED_QUEUE;
 
     /**
+     * The table <code>pgtask.paused_queues</code>.
+     */
+    public final PausedQueues PAUSED_QUEUES = PausedQueues.PAUSED_QUEUES;
+
+    /**
      * The table <code>pgtask.queue_summary</code>.
      */
     public final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
@@ -221,6 +296,16 @@ public class Pgtask extends SchemaImpl {
      * The table <code>pgtask.running</code>.
      */
     public final Running RUNNING = Running.RUNNING;
+
+    /**
+     * The table <code>pgtask.schedule</code>.
+     */
+    public final Schedule SCHEDULE = Schedule.SCHEDULE;
+
+    /**
+     * The table <code>pgtask.schedules</code>.
+     */
+    public final Schedules SCHEDULES = Schedules.SCHEDULES;
 
     /**
      * The table <code>pgtask.settings</code>.
@@ -241,6 +326,56 @@ public class Pgtask extends SchemaImpl {
      * The table <code>pgtask.tenant</code>.
      */
     public final Tenant TENANT = Tenant.TENANT;
+
+    /**
+     * The table <code>pgtask.tenant_load</code>.
+     */
+    public final TenantLoad TENANT_LOAD = TenantLoad.TENANT_LOAD;
+
+    /**
+     * p_window interval, p_min_span interval DEFAULT '00:01:00'::interval
+     */
+    public final TenantLoadOver TENANT_LOAD_OVER = TenantLoadOver.TENANT_LOAD_OVER;
+
+    /**
+     * Call <code>pgtask.tenant_load_over</code>.
+     */
+    public static Result<TenantLoadOverRecord> TENANT_LOAD_OVER(
+          Configuration configuration
+        , YearToSecond pWindow
+        , YearToSecond pMinSpan
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+              pWindow
+            , pMinSpan
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver TENANT_LOAD_OVER(
+          YearToSecond pWindow
+        , YearToSecond pMinSpan
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow,
+            pMinSpan
+        );
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver TENANT_LOAD_OVER(
+          Field<YearToSecond> pWindow
+        , Field<YearToSecond> pMinSpan
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow,
+            pMinSpan
+        );
+    }
 
     /**
      * The table <code>pgtask.tenant_locks</code>.
@@ -287,22 +422,35 @@ public class Pgtask extends SchemaImpl {
     public final List<Table<?>> getTables() {
         return Arrays.asList(
             CancelRequest.CANCEL_REQUEST,
+            CronFireTimes.CRON_FIRE_TIMES,
             EnqueueBatch.ENQUEUE_BATCH,
             Health.HEALTH,
             MaintenanceLeader.MAINTENANCE_LEADER,
             MaintenanceLease.MAINTENANCE_LEASE,
             MaintenanceTurn.MAINTENANCE_TURN,
             PausedQueue.PAUSED_QUEUE,
+            PausedQueues.PAUSED_QUEUES,
             QueueSummary.QUEUE_SUMMARY,
             Running.RUNNING,
+            Schedule.SCHEDULE,
+            Schedules.SCHEDULES,
             Settings.SETTINGS,
             Task.TASK,
             Tasks.TASKS,
             Tenant.TENANT,
+            TenantLoad.TENANT_LOAD,
+            TenantLoadOver.TENANT_LOAD_OVER,
             TenantLocks.TENANT_LOCKS,
             Unrunnable.UNRUNNABLE,
             Worker.WORKER,
             Workers.WORKERS
+        );
+    }
+
+    @Override
+    public final List<UDT<?>> getUDTs() {
+        return Arrays.asList(
+            CronSpec.CRON_SPEC
         );
     }
 }

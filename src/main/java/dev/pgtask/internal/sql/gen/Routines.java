@@ -5,19 +5,46 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.routines.CancelTask;
+import dev.pgtask.internal.sql.gen.routines.CheckQueueName;
+import dev.pgtask.internal.sql.gen.routines.CheckTimeZone;
+import dev.pgtask.internal.sql.gen.routines.CronField;
+import dev.pgtask.internal.sql.gen.routines.CronLatest;
+import dev.pgtask.internal.sql.gen.routines.CronMacro;
+import dev.pgtask.internal.sql.gen.routines.CronNext;
+import dev.pgtask.internal.sql.gen.routines.CronParse;
 import dev.pgtask.internal.sql.gen.routines.DeleteTask;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
+import dev.pgtask.internal.sql.gen.routines.ExplainDuration;
+import dev.pgtask.internal.sql.gen.routines.ExplainTask;
+import dev.pgtask.internal.sql.gen.routines.ExplainTaskJson;
+import dev.pgtask.internal.sql.gen.routines.ExplainTime;
+import dev.pgtask.internal.sql.gen.routines.FireSchedules;
 import dev.pgtask.internal.sql.gen.routines.GrantProducer;
+import dev.pgtask.internal.sql.gen.routines.NotifySchedules;
+import dev.pgtask.internal.sql.gen.routines.PauseQueue;
+import dev.pgtask.internal.sql.gen.routines.PauseSchedule;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
+import dev.pgtask.internal.sql.gen.routines.RaiseScheduleError;
 import dev.pgtask.internal.sql.gen.routines.ReleaseMaintenanceLease;
+import dev.pgtask.internal.sql.gen.routines.ResumeQueue;
+import dev.pgtask.internal.sql.gen.routines.ResumeSchedule;
 import dev.pgtask.internal.sql.gen.routines.RetryTask;
+import dev.pgtask.internal.sql.gen.routines.Schedule;
+import dev.pgtask.internal.sql.gen.routines.ScheduleGrace;
+import dev.pgtask.internal.sql.gen.routines.ScheduleNextDueIn;
 import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
+import dev.pgtask.internal.sql.gen.routines.Unschedule;
 import dev.pgtask.internal.sql.gen.routines.UpdateTask;
+import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
+import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
+import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
+import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -26,6 +53,7 @@ import org.jooq.Configuration;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Result;
+import org.jooq.types.YearToSecond;
 
 
 /**
@@ -68,6 +96,246 @@ public class Routines {
     ) {
         CancelTask f = new CancelTask();
         f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.check_queue_name</code>
+     */
+    public static void checkQueueName(
+          Configuration configuration
+        , String pQueue
+        , String pAction
+    ) {
+        CheckQueueName p = new CheckQueueName();
+        p.setPQueue(pQueue);
+        p.setPAction(pAction);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.check_time_zone</code>
+     */
+    public static void checkTimeZone(
+          Configuration configuration
+        , String pZone
+    ) {
+        CheckTimeZone p = new CheckTimeZone();
+        p.setPZone(pZone);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.cron_field</code>
+     */
+    public static CronField cronField(
+          Configuration configuration
+        , String pField
+        , String pLabel
+        , Integer pLo
+        , Integer pHi
+        , String[] pNames
+        , Integer pBase
+    ) {
+        CronField p = new CronField();
+        p.setPField(pField);
+        p.setPLabel(pLabel);
+        p.setPLo(pLo);
+        p.setPHi(pHi);
+        p.setPNames(pNames);
+        p.setPBase(pBase);
+
+        p.execute(configuration);
+        return p;
+    }
+
+    /**
+     * Call <code>pgtask.cron_latest</code>
+     */
+    public static OffsetDateTime[] cronLatest(
+          Configuration configuration
+        , CronSpecRecord pSpec
+        , String pZone
+        , Instant pFrom
+        , Instant pUntil
+        , Integer pCount
+    ) {
+        CronLatest f = new CronLatest();
+        f.setPSpec(pSpec);
+        f.setPZone(pZone);
+        f.setPFrom(pFrom);
+        f.setPUntil(pUntil);
+        f.setPCount(pCount);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.cron_latest</code> as a field.
+     */
+    public static Field<OffsetDateTime[]> cronLatest(
+          CronSpecRecord pSpec
+        , String pZone
+        , Instant pFrom
+        , Instant pUntil
+        , Integer pCount
+    ) {
+        CronLatest f = new CronLatest();
+        f.setPSpec(pSpec);
+        f.setPZone(pZone);
+        f.setPFrom(pFrom);
+        f.setPUntil(pUntil);
+        f.setPCount(pCount);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.cron_latest</code> as a field.
+     */
+    public static Field<OffsetDateTime[]> cronLatest(
+          Field<CronSpecRecord> pSpec
+        , Field<String> pZone
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
+        , Field<Integer> pCount
+    ) {
+        CronLatest f = new CronLatest();
+        f.setPSpec(pSpec);
+        f.setPZone(pZone);
+        f.setPFrom(pFrom);
+        f.setPUntil(pUntil);
+        f.setPCount(pCount);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.cron_macro</code>
+     */
+    public static String cronMacro(
+          Configuration configuration
+        , String pExpr
+    ) {
+        CronMacro f = new CronMacro();
+        f.setPExpr(pExpr);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.cron_macro</code> as a field.
+     */
+    public static Field<String> cronMacro(
+          String pExpr
+    ) {
+        CronMacro f = new CronMacro();
+        f.setPExpr(pExpr);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.cron_macro</code> as a field.
+     */
+    public static Field<String> cronMacro(
+          Field<String> pExpr
+    ) {
+        CronMacro f = new CronMacro();
+        f.setPExpr(pExpr);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.cron_next</code>
+     */
+    public static Instant cronNext(
+          Configuration configuration
+        , CronSpecRecord pSpec
+        , Instant pAfter
+        , String pZone
+    ) {
+        CronNext f = new CronNext();
+        f.setPSpec(pSpec);
+        f.setPAfter(pAfter);
+        f.setPZone(pZone);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.cron_next</code> as a field.
+     */
+    public static Field<Instant> cronNext(
+          CronSpecRecord pSpec
+        , Instant pAfter
+        , String pZone
+    ) {
+        CronNext f = new CronNext();
+        f.setPSpec(pSpec);
+        f.setPAfter(pAfter);
+        f.setPZone(pZone);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.cron_next</code> as a field.
+     */
+    public static Field<Instant> cronNext(
+          Field<CronSpecRecord> pSpec
+        , Field<Instant> pAfter
+        , Field<String> pZone
+    ) {
+        CronNext f = new CronNext();
+        f.setPSpec(pSpec);
+        f.setPAfter(pAfter);
+        f.setPZone(pZone);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.cron_parse</code>
+     */
+    public static CronSpecRecord cronParse(
+          Configuration configuration
+        , String pCron
+    ) {
+        CronParse f = new CronParse();
+        f.setPCron(pCron);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.cron_parse</code> as a field.
+     */
+    public static Field<CronSpecRecord> cronParse(
+          String pCron
+    ) {
+        CronParse f = new CronParse();
+        f.setPCron(pCron);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.cron_parse</code> as a field.
+     */
+    public static Field<CronSpecRecord> cronParse(
+          Field<String> pCron
+    ) {
+        CronParse f = new CronParse();
+        f.setPCron(pCron);
 
         return f.asField();
     }
@@ -166,6 +434,170 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.explain_duration</code>
+     */
+    public static String explainDuration(
+          Configuration configuration
+        , YearToSecond pFor
+    ) {
+        ExplainDuration f = new ExplainDuration();
+        f.setPFor(pFor);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_duration</code> as a field.
+     */
+    public static Field<String> explainDuration(
+          YearToSecond pFor
+    ) {
+        ExplainDuration f = new ExplainDuration();
+        f.setPFor(pFor);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_duration</code> as a field.
+     */
+    public static Field<String> explainDuration(
+          Field<YearToSecond> pFor
+    ) {
+        ExplainDuration f = new ExplainDuration();
+        f.setPFor(pFor);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.explain_task</code>
+     */
+    public static String explainTask(
+          Configuration configuration
+        , Long taskId
+    ) {
+        ExplainTask f = new ExplainTask();
+        f.setTaskId(taskId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_task</code> as a field.
+     */
+    public static Field<String> explainTask(
+          Long taskId
+    ) {
+        ExplainTask f = new ExplainTask();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_task</code> as a field.
+     */
+    public static Field<String> explainTask(
+          Field<Long> taskId
+    ) {
+        ExplainTask f = new ExplainTask();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.explain_task_json</code>
+     */
+    public static JSONB explainTaskJson(
+          Configuration configuration
+        , Long taskId
+    ) {
+        ExplainTaskJson f = new ExplainTaskJson();
+        f.setTaskId(taskId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_task_json</code> as a field.
+     */
+    public static Field<JSONB> explainTaskJson(
+          Long taskId
+    ) {
+        ExplainTaskJson f = new ExplainTaskJson();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_task_json</code> as a field.
+     */
+    public static Field<JSONB> explainTaskJson(
+          Field<Long> taskId
+    ) {
+        ExplainTaskJson f = new ExplainTaskJson();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.explain_time</code>
+     */
+    public static String explainTime(
+          Configuration configuration
+        , Instant pAt
+    ) {
+        ExplainTime f = new ExplainTime();
+        f.setPAt(pAt);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_time</code> as a field.
+     */
+    public static Field<String> explainTime(
+          Instant pAt
+    ) {
+        ExplainTime f = new ExplainTime();
+        f.setPAt(pAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_time</code> as a field.
+     */
+    public static Field<String> explainTime(
+          Field<Instant> pAt
+    ) {
+        ExplainTime f = new ExplainTime();
+        f.setPAt(pAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.fire_schedules</code>
+     */
+    public static FireSchedules fireSchedules(
+          Configuration configuration
+    ) {
+        FireSchedules p = new FireSchedules();
+
+        p.execute(configuration);
+        return p;
+    }
+
+    /**
      * Call <code>pgtask.grant_producer</code>
      */
     public static void grantProducer(
@@ -176,6 +608,93 @@ public class Routines {
         p.setRoleName(roleName);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.notify_schedules</code>
+     */
+    public static void notifySchedules(
+          Configuration configuration
+    ) {
+        NotifySchedules p = new NotifySchedules();
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.pause_queue</code>
+     */
+    public static String pauseQueue(
+          Configuration configuration
+        , String queue
+    ) {
+        PauseQueue f = new PauseQueue();
+        f.setQueue(queue);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.pause_queue</code> as a field.
+     */
+    public static Field<String> pauseQueue(
+          String queue
+    ) {
+        PauseQueue f = new PauseQueue();
+        f.setQueue(queue);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.pause_queue</code> as a field.
+     */
+    public static Field<String> pauseQueue(
+          Field<String> queue
+    ) {
+        PauseQueue f = new PauseQueue();
+        f.setQueue(queue);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.pause_schedule</code>
+     */
+    public static Boolean pauseSchedule(
+          Configuration configuration
+        , String name
+    ) {
+        PauseSchedule f = new PauseSchedule();
+        f.setName_(name);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.pause_schedule</code> as a field.
+     */
+    public static Field<Boolean> pauseSchedule(
+          String name
+    ) {
+        PauseSchedule f = new PauseSchedule();
+        f.setName_(name);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.pause_schedule</code> as a field.
+     */
+    public static Field<Boolean> pauseSchedule(
+          Field<String> name
+    ) {
+        PauseSchedule f = new PauseSchedule();
+        f.setName_(name);
+
+        return f.asField();
     }
 
     /**
@@ -223,6 +742,21 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.raise_schedule_error</code>
+     */
+    public static void raiseScheduleError(
+          Configuration configuration
+        , String pConstraint
+        , String pMessage
+    ) {
+        RaiseScheduleError p = new RaiseScheduleError();
+        p.setPConstraint(pConstraint);
+        p.setPMessage(pMessage);
+
+        p.execute(configuration);
+    }
+
+    /**
      * Call <code>pgtask.release_maintenance_lease</code>
      */
     public static Boolean releaseMaintenanceLease(
@@ -261,6 +795,82 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.resume_queue</code>
+     */
+    public static String resumeQueue(
+          Configuration configuration
+        , String queue
+    ) {
+        ResumeQueue f = new ResumeQueue();
+        f.setQueue(queue);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.resume_queue</code> as a field.
+     */
+    public static Field<String> resumeQueue(
+          String queue
+    ) {
+        ResumeQueue f = new ResumeQueue();
+        f.setQueue(queue);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.resume_queue</code> as a field.
+     */
+    public static Field<String> resumeQueue(
+          Field<String> queue
+    ) {
+        ResumeQueue f = new ResumeQueue();
+        f.setQueue(queue);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.resume_schedule</code>
+     */
+    public static Boolean resumeSchedule(
+          Configuration configuration
+        , String name
+    ) {
+        ResumeSchedule f = new ResumeSchedule();
+        f.setName_(name);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.resume_schedule</code> as a field.
+     */
+    public static Field<Boolean> resumeSchedule(
+          String name
+    ) {
+        ResumeSchedule f = new ResumeSchedule();
+        f.setName_(name);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.resume_schedule</code> as a field.
+     */
+    public static Field<Boolean> resumeSchedule(
+          Field<String> name
+    ) {
+        ResumeSchedule f = new ResumeSchedule();
+        f.setName_(name);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.retry_task</code>
      */
     public static void retryTask(
@@ -271,6 +881,152 @@ public class Routines {
         p.setTaskId(taskId);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.schedule</code>
+     */
+    public static Instant schedule(
+          Configuration configuration
+        , String name
+        , String cron
+        , String kind
+        , JSONB payload
+        , String queue
+        , String tenant
+        , String timeZone
+        , Integer catchUp
+        , Boolean allowOverlap
+        , YearToSecond jitter
+        , Integer priority
+        , Integer maxAttempts
+    ) {
+        Schedule f = new Schedule();
+        f.setName_(name);
+        f.setCron(cron);
+        f.setKind(kind);
+        f.setPayload(payload);
+        f.setQueue(queue);
+        f.setTenant(tenant);
+        f.setTimeZone(timeZone);
+        f.setCatchUp(catchUp);
+        f.setAllowOverlap(allowOverlap);
+        f.setJitter(jitter);
+        f.setPriority(priority);
+        f.setMaxAttempts(maxAttempts);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.schedule</code> as a field.
+     */
+    public static Field<Instant> schedule(
+          String name
+        , String cron
+        , String kind
+        , JSONB payload
+        , String queue
+        , String tenant
+        , String timeZone
+        , Integer catchUp
+        , Boolean allowOverlap
+        , YearToSecond jitter
+        , Integer priority
+        , Integer maxAttempts
+    ) {
+        Schedule f = new Schedule();
+        f.setName_(name);
+        f.setCron(cron);
+        f.setKind(kind);
+        f.setPayload(payload);
+        f.setQueue(queue);
+        f.setTenant(tenant);
+        f.setTimeZone(timeZone);
+        f.setCatchUp(catchUp);
+        f.setAllowOverlap(allowOverlap);
+        f.setJitter(jitter);
+        f.setPriority(priority);
+        f.setMaxAttempts(maxAttempts);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.schedule</code> as a field.
+     */
+    public static Field<Instant> schedule(
+          Field<String> name
+        , Field<String> cron
+        , Field<String> kind
+        , Field<JSONB> payload
+        , Field<String> queue
+        , Field<String> tenant
+        , Field<String> timeZone
+        , Field<Integer> catchUp
+        , Field<Boolean> allowOverlap
+        , Field<YearToSecond> jitter
+        , Field<Integer> priority
+        , Field<Integer> maxAttempts
+    ) {
+        Schedule f = new Schedule();
+        f.setName_(name);
+        f.setCron(cron);
+        f.setKind(kind);
+        f.setPayload(payload);
+        f.setQueue(queue);
+        f.setTenant(tenant);
+        f.setTimeZone(timeZone);
+        f.setCatchUp(catchUp);
+        f.setAllowOverlap(allowOverlap);
+        f.setJitter(jitter);
+        f.setPriority(priority);
+        f.setMaxAttempts(maxAttempts);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.schedule_grace</code>
+     */
+    public static YearToSecond scheduleGrace(
+          Configuration configuration
+    ) {
+        ScheduleGrace f = new ScheduleGrace();
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.schedule_grace</code> as a field.
+     */
+    public static Field<YearToSecond> scheduleGrace() {
+        ScheduleGrace f = new ScheduleGrace();
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.schedule_next_due_in</code>
+     */
+    public static YearToSecond scheduleNextDueIn(
+          Configuration configuration
+    ) {
+        ScheduleNextDueIn f = new ScheduleNextDueIn();
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.schedule_next_due_in</code> as a field.
+     */
+    public static Field<YearToSecond> scheduleNextDueIn() {
+        ScheduleNextDueIn f = new ScheduleNextDueIn();
+
+        return f.asField();
     }
 
     /**
@@ -325,6 +1081,44 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.unschedule</code>
+     */
+    public static Boolean unschedule(
+          Configuration configuration
+        , String name
+    ) {
+        Unschedule f = new Unschedule();
+        f.setName_(name);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.unschedule</code> as a field.
+     */
+    public static Field<Boolean> unschedule(
+          String name
+    ) {
+        Unschedule f = new Unschedule();
+        f.setName_(name);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.unschedule</code> as a field.
+     */
+    public static Field<Boolean> unschedule(
+          Field<String> name
+    ) {
+        Unschedule f = new Unschedule();
+        f.setName_(name);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.update_task</code>
      */
     public static void updateTask(
@@ -341,6 +1135,58 @@ public class Routines {
         p.setPriority(priority);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.cron_fire_times</code>.
+     */
+    public static Result<CronFireTimesRecord> cronFireTimes(
+          Configuration configuration
+        , String cron
+        , String timeZone
+        , Instant after
+        , Integer count
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+              cron
+            , timeZone
+            , after
+            , count
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.cron_fire_times</code> as a table.
+     */
+    public static CronFireTimes cronFireTimes(
+          String cron
+        , String timeZone
+        , Instant after
+        , Integer count
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+            cron,
+            timeZone,
+            after,
+            count
+        );
+    }
+
+    /**
+     * Get <code>pgtask.cron_fire_times</code> as a table.
+     */
+    public static CronFireTimes cronFireTimes(
+          Field<String> cron
+        , Field<String> timeZone
+        , Field<Instant> after
+        , Field<Integer> count
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CronFireTimes.CRON_FIRE_TIMES.call(
+            cron,
+            timeZone,
+            after,
+            count
+        );
     }
 
     /**
@@ -462,6 +1308,46 @@ public class Routines {
             pWorker,
             pLeaseMs,
             pHeartbeat
+        );
+    }
+
+    /**
+     * Call <code>pgtask.tenant_load_over</code>.
+     */
+    public static Result<TenantLoadOverRecord> tenantLoadOver(
+          Configuration configuration
+        , YearToSecond pWindow
+        , YearToSecond pMinSpan
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+              pWindow
+            , pMinSpan
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver tenantLoadOver(
+          YearToSecond pWindow
+        , YearToSecond pMinSpan
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow,
+            pMinSpan
+        );
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver tenantLoadOver(
+          Field<YearToSecond> pWindow
+        , Field<YearToSecond> pMinSpan
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow,
+            pMinSpan
         );
     }
 }

@@ -12,6 +12,7 @@ import dev.pgtask.internal.sql.gen.tables.MaintenanceLeader;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
+import dev.pgtask.internal.sql.gen.tables.PausedQueues;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
@@ -20,6 +21,8 @@ import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
+import dev.pgtask.internal.sql.gen.tables.TenantLoad;
+import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.TenantLocks;
 import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
@@ -27,6 +30,7 @@ import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -35,6 +39,7 @@ import org.jooq.Configuration;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Result;
+import org.jooq.types.YearToSecond;
 
 
 /**
@@ -263,6 +268,11 @@ public class Tables {
     public static final PausedQueue PAUSED_QUEUE = PausedQueue.PAUSED_QUEUE;
 
     /**
+     * The table <code>pgtask.paused_queues</code>.
+     */
+    public static final PausedQueues PAUSED_QUEUES = PausedQueues.PAUSED_QUEUES;
+
+    /**
      * The table <code>pgtask.queue_summary</code>.
      */
     public static final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
@@ -301,6 +311,56 @@ public class Tables {
      * The table <code>pgtask.tenant</code>.
      */
     public static final Tenant TENANT = Tenant.TENANT;
+
+    /**
+     * The table <code>pgtask.tenant_load</code>.
+     */
+    public static final TenantLoad TENANT_LOAD = TenantLoad.TENANT_LOAD;
+
+    /**
+     * p_window interval, p_min_span interval DEFAULT '00:01:00'::interval
+     */
+    public static final TenantLoadOver TENANT_LOAD_OVER = TenantLoadOver.TENANT_LOAD_OVER;
+
+    /**
+     * Call <code>pgtask.tenant_load_over</code>.
+     */
+    public static Result<TenantLoadOverRecord> TENANT_LOAD_OVER(
+          Configuration configuration
+        , YearToSecond pWindow
+        , YearToSecond pMinSpan
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+              pWindow
+            , pMinSpan
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver TENANT_LOAD_OVER(
+          YearToSecond pWindow
+        , YearToSecond pMinSpan
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow,
+            pMinSpan
+        );
+    }
+
+    /**
+     * Get <code>pgtask.tenant_load_over</code> as a table.
+     */
+    public static TenantLoadOver TENANT_LOAD_OVER(
+          Field<YearToSecond> pWindow
+        , Field<YearToSecond> pMinSpan
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
+            pWindow,
+            pMinSpan
+        );
+    }
 
     /**
      * The table <code>pgtask.tenant_locks</code>.

@@ -109,6 +109,11 @@ public class Health extends TableImpl<HealthRecord> {
      */
     public final TableField<HealthRecord, Long> TENANTS_STUCK = createField(DSL.name("tenants_stuck"), SQLDataType.BIGINT, this, "");
 
+    /**
+     * The column <code>pgtask.health.paused_tasks</code>.
+     */
+    public final TableField<HealthRecord, Long> PAUSED_TASKS = createField(DSL.name("paused_tasks"), SQLDataType.BIGINT, this, "");
+
     private Health(Name alias, Table<HealthRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

@@ -99,19 +99,7 @@ public class MaintenanceLeader extends TableImpl<MaintenanceLeaderRecord> {
     }
 
     private MaintenanceLeader(Name alias, Table<MaintenanceLeaderRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "maintenance_leader" as  SELECT l.holder AS worker,
-         w.host,
-         w.pid,
-         l.term,
-         l.acquired_at,
-         l.renewed_at,
-         l.lease_until,
-         (l.lease_until > clock_timestamp()) AS live,
-         GREATEST((clock_timestamp() - l.renewed_at), '00:00:00'::interval) AS renewed_ago
-        FROM (pgtask.maintenance_lease l
-          LEFT JOIN pgtask.worker w ON ((w.id = l.holder)));
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

@@ -84,19 +84,7 @@ public class PausedQueues extends TableImpl<PausedQueuesRecord> {
     }
 
     private PausedQueues(Name alias, Table<PausedQueuesRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "paused_queues" as  SELECT p.queue,
-         p.paused_at,
-         p.paused_by,
-         GREATEST((clock_timestamp() - p.paused_at), '00:00:00'::interval) AS paused_for,
-         ( SELECT count(*) AS count
-                FROM pgtask.task t
-               WHERE ((t.queue = p.queue) AND (t.state = ANY (ARRAY['available'::pgtask.task_state, 'retryable'::pgtask.task_state])) AND (NOT t.blocked) AND (t.run_at <= now()))) AS due,
-         ( SELECT count(*) AS count
-                FROM pgtask.task t
-               WHERE ((t.queue = p.queue) AND (t.state = ANY (ARRAY['available'::pgtask.task_state, 'retryable'::pgtask.task_state])))) AS queued
-        FROM pgtask.paused_queue p;
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

@@ -98,6 +98,11 @@ public class QueueSummary extends TableImpl<QueueSummaryRecord> {
      */
     public final TableField<QueueSummaryRecord, YearToSecond> LAG = createField(DSL.name("lag"), SQLDataType.INTERVAL, this, "");
 
+    /**
+     * The column <code>pgtask.queue_summary.paused</code>.
+     */
+    public final TableField<QueueSummaryRecord, Boolean> PAUSED = createField(DSL.name("paused"), SQLDataType.BOOLEAN, this, "");
+
     private QueueSummary(Name alias, Table<QueueSummaryRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

@@ -175,39 +175,7 @@ public class Schedules extends TableImpl<SchedulesRecord> {
     }
 
     private Schedules(Name alias, Table<SchedulesRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "schedules" as  SELECT s.name,
-         s.cron,
-         s.kind,
-         s.queue,
-         s.tenant,
-         s.time_zone,
-         s.paused,
-             CASE
-                 WHEN (s.next_fire_at = 'infinity'::timestamp with time zone) THEN NULL::timestamp with time zone
-                 ELSE s.next_fire_at
-             END AS next_fire_at,
-         s.last_fire_at,
-         s.last_task_id,
-         t.state AS last_task_state,
-         s.payload,
-         s.catch_up,
-         s.allow_overlap,
-         s.jitter,
-         s.priority,
-         s.max_attempts,
-         s.fired,
-         s.overlapped,
-         s.last_missed_at,
-         cardinality(s.missed_fires) AS missed_pending,
-         (EXISTS ( SELECT 1
-                FROM pgtask.paused_queue p
-               WHERE (p.queue = s.queue))) AS queue_paused,
-         s.created_at,
-         s.updated_at
-        FROM (pgtask.schedule s
-          LEFT JOIN pgtask.tasks t ON ((t.id = s.last_task_id)));
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

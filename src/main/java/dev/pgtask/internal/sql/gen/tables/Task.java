@@ -150,6 +150,16 @@ public class Task extends TableImpl<TaskRecord> {
     public final TableField<TaskRecord, JSONB> ERRORS = createField(DSL.name("errors"), SQLDataType.JSONB, this, "");
 
     /**
+     * The column <code>pgtask.task.schedule_name</code>.
+     */
+    public final TableField<TaskRecord, String> SCHEDULE_NAME = createField(DSL.name("schedule_name"), SQLDataType.CLOB, this, "");
+
+    /**
+     * The column <code>pgtask.task.schedule_fire_at</code>.
+     */
+    public final TableField<TaskRecord, Instant> SCHEDULE_FIRE_AT = createField(DSL.name("schedule_fire_at"), SQLDataType.INSTANT, this, "");
+
+    /**
      * The column <code>pgtask.task.trace_parent</code>.
      */
     public final TableField<TaskRecord, String> TRACE_PARENT = createField(DSL.name("trace_parent"), SQLDataType.CLOB, this, "");
@@ -190,7 +200,7 @@ public class Task extends TableImpl<TaskRecord> {
 
     @Override
     public List<Index> getIndexes() {
-        return Arrays.asList(Indexes.TASK_CLAIMABLE_IDX, Indexes.TASK_DEDUPE_KEY_IDX, Indexes.TASK_FINISHED_IDX, Indexes.TASK_RUNNING_IDX, Indexes.TASK_TENANT_HEAD_IDX, Indexes.TASK_TENANT_WAITING_IDX);
+        return Arrays.asList(Indexes.TASK_CLAIMABLE_IDX, Indexes.TASK_DEDUPE_KEY_IDX, Indexes.TASK_FINISHED_IDX, Indexes.TASK_RUNNING_IDX, Indexes.TASK_SCHEDULE_FIRE_IDX, Indexes.TASK_TENANT_HEAD_IDX, Indexes.TASK_TENANT_WAITING_IDX);
     }
 
     @Override

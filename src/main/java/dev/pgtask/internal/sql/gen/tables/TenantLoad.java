@@ -98,18 +98,7 @@ public class TenantLoad extends TableImpl<TenantLoadRecord> {
     }
 
     private TenantLoad(Name alias, Table<TenantLoadRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view("""
-        create view "tenant_load" as  SELECT l.tenant,
-         l.arrivals_per_min,
-         l.completions_per_min,
-         l.mean_run_s,
-         l.p95_run_s,
-         l.utilisation,
-         l.backlog,
-         l.backlog_trend_per_min,
-         l.rate_window_min
-        FROM pgtask.tenant_load_over('00:15:00'::interval, '00:01:00'::interval) l(tenant, arrivals_per_min, completions_per_min, mean_run_s, p95_run_s, utilisation, backlog, backlog_trend_per_min, rate_window_min);
-        """), where);
+        super(alias, null, aliased, parameters, DSL.comment(""), TableOptions.view(), where);
     }
 
     /**

@@ -293,10 +293,40 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
     }
 
     /**
+     * Setter for <code>pgtask.task.schedule_name</code>.
+     */
+    public TaskRecord setScheduleName(String value) {
+        set(18, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.schedule_name</code>.
+     */
+    public String getScheduleName() {
+        return (String) get(18);
+    }
+
+    /**
+     * Setter for <code>pgtask.task.schedule_fire_at</code>.
+     */
+    public TaskRecord setScheduleFireAt(Instant value) {
+        set(19, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.schedule_fire_at</code>.
+     */
+    public Instant getScheduleFireAt() {
+        return (Instant) get(19);
+    }
+
+    /**
      * Setter for <code>pgtask.task.trace_parent</code>.
      */
     public TaskRecord setTraceParent(String value) {
-        set(18, value);
+        set(20, value);
         return this;
     }
 
@@ -304,7 +334,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
      * Getter for <code>pgtask.task.trace_parent</code>.
      */
     public String getTraceParent() {
-        return (String) get(18);
+        return (String) get(20);
     }
 
     // -------------------------------------------------------------------------
@@ -330,7 +360,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
     /**
      * Create a detached, initialised TaskRecord
      */
-    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String traceParent) {
+    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String scheduleName, Instant scheduleFireAt, String traceParent) {
         super(Task.TASK);
 
         setId(id);
@@ -351,6 +381,8 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         setLeaseUntil(leaseUntil);
         setDedupeKey(dedupeKey);
         setErrors(errors);
+        setScheduleName(scheduleName);
+        setScheduleFireAt(scheduleFireAt);
         setTraceParent(traceParent);
         resetChangedOnNotNull();
     }
