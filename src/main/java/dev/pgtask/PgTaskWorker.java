@@ -45,11 +45,8 @@ public final class PgTaskWorker implements AutoCloseable {
   public static final int DEFAULT_CONCURRENCY = 10;
   /** Default maximum number of tasks claimed by one statement. */
   public static final int DEFAULT_BATCH_SIZE = 50;
-  /**
-   * Marks the default number of claimed tasks that may wait locally for a free executor: as many as
-   * the worker's concurrency (see {@link Builder#prefetch}).
-   */
-  public static final int DEFAULT_PREFETCH = -1;
+  /** Default number of claimed tasks that may wait locally for a free executor: none. */
+  public static final int DEFAULT_PREFETCH = 0;
   /** Default number of tasks committed together: one transaction per task. */
   public static final int DEFAULT_COMMIT_BATCH_SIZE = 1;
   /** Default longest time a transaction carrying several tasks stays open. */
@@ -305,14 +302,10 @@ public final class PgTaskWorker implements AutoCloseable {
     }
 
     /**
-     * Claimed tasks that may wait locally for a free executor (default: as many as the
-     * {@link #concurrency}; 0 claims only what can start at once). A backlog then keeps executors
-     * busy without a claim round trip between tasks, claims come in batches of at least half the
-     * prefetch instead of one task per freed executor, and {@link #commitBatch} finds tasks to
-     * group; the waiting tasks' leases are renewed by the worker. The price, with several workers:
-     * prefetched tasks are not available to the others, so a task may wait here behind this
-     * worker's running tasks while another worker is idle. For long tasks (minutes) spread over
-     * many workers, {@code prefetch(0)}.
+     * Claimed tasks that may wait locally for a free executor (default 0: claim only what can start
+     * at once). A backlog then keeps executors busy without a claim round trip between tasks, and
+     * lets {@link #commitBatch} group tasks; the waiting tasks' leases are kept alive by the
+     * heartbeat. With several workers, prefetched tasks are not available to the others.
      */
     public Builder prefetch(int prefetch) {
       this.prefetch = prefetch;
@@ -500,7 +493,6 @@ public final class PgTaskWorker implements AutoCloseable {
       if (batchSize < 1 || batchSize > 10_000) {
         errors.add("batchSize must be 1..10000, was " + batchSize);
       }
-      int prefetch = this.prefetch == DEFAULT_PREFETCH ? concurrency : this.prefetch;
       if (prefetch < 0 || prefetch > 10_000) {
         errors.add("prefetch must be 0..10000, was " + prefetch);
       }
