@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
  * Pausing a queue under load, with worker processes: busy workers stop claiming from it within 1 s
  * of the pause (on the database clock); a worker that starts while it is paused claims nothing from
  * it; after the resume, the workers (the late one too) claim again within 1 s, woken by the
- * resume's notification (their poll interval is a minute). Every task completes once.
+ * resume's notification (their poll interval is 30 minutes). Every task completes once.
  */
 class QueuePauseIT {
 
@@ -31,7 +31,7 @@ class QueuePauseIT {
       try {
         for (String id : List.of("busy-1", "busy-2")) {
           workers.add(WorkerProcess.start(db, id, "--worker-id", id, "--queue", "pq", "--concurrency", "4",
-              "--poll-interval", "60s"));
+              "--poll-interval", "30m"));
         }
         await("both workers listen").atMost(Duration.ofSeconds(90)).until(() -> sql.count(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'pgtask listen %'") == 2);
@@ -57,7 +57,7 @@ class QueuePauseIT {
 
         // a worker started while the queue is paused claims nothing from it
         workers.add(WorkerProcess.start(db, "late", "--worker-id", "late", "--queue", "pq", "--concurrency", "4",
-            "--poll-interval", "60s"));
+            "--poll-interval", "30m"));
         await("the late worker listens").atMost(Duration.ofSeconds(90)).until(() -> sql.count(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pgtask listen late'") == 1);
         await("nothing is claimed while paused").during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
@@ -75,7 +75,7 @@ class QueuePauseIT {
         System.out.println("first claim after the resume: " + firstClaim);
         assertThat(sql.text("SELECT min(attempted_at) - '" + resumedAt + "'::timestamptz < interval '1 second'"
             + " FROM pgtask.task WHERE attempted_at > '" + resumedAt + "'"))
-            .as("first claim within 1 s of the resume (poll interval 60 s), took %s", firstClaim).isEqualTo("t");
+            .as("first claim within 1 s of the resume (poll interval 30 min), took %s", firstClaim).isEqualTo("t");
         await("every task completes").atMost(Duration.ofSeconds(120))
             .until(() -> sql.count("SELECT count(*) FROM pgtask.task WHERE state = 'completed'") == total);
         assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE owner = 'late'"))
