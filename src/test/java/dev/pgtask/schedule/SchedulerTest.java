@@ -146,4 +146,16 @@ class SchedulerTest {
     assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE schedule_fire_at = '" + instant + "'"))
         .as("tasks for the instant").isEqualTo(1);
   }
+
+  @Test
+  void aWorkerBuiltWithoutSchedulesFiresNothing() throws SQLException {
+    PgTaskWorker w = start(worker().runSchedules(false).schedule(Schedule.of("declared", "* * * * * *", "tick")));
+    assertThat(sql.count("SELECT count(*) FROM pgtask.schedule WHERE name = 'declared'")).as("still declared").isEqualTo(1);
+    await("3 s without a fire").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task") == 0);
+    assertThat(w.runtime().scheduler().passes()).isZero();
+    start(worker()); // one that does
+    await("a worker that runs schedules fires it").atMost(Duration.ofSeconds(20))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task") >= 1);
+  }
 }
