@@ -76,6 +76,10 @@ public final class WorkerCommand implements Callable<Integer> {
       description = "This worker's id, recorded on claimed tasks and in application_name. Default: host:pid.")
   String workerId;
 
+  @Option(names = "--no-schedules",
+      description = "Do not fire the cluster's schedules from this worker (by default every worker may; the database enqueues one task per fire).")
+  boolean noSchedules;
+
   @Option(names = "--demo-handlers",
       description = "Register the demo kinds: " + DemoHandlers.NOOP + ", " + DemoHandlers.SLEEP + ", "
           + DemoHandlers.RECORD + ", " + DemoHandlers.FAIL + ", " + DemoHandlers.HALT + ".")
@@ -177,6 +181,9 @@ public final class WorkerCommand implements Callable<Integer> {
     }
     if (listen != null) {
       builder.listenUrl(listen.jdbcUrl(), listen.user(), listen.password());
+    }
+    if (noSchedules) {
+      builder.runSchedules(false);
     }
     if (demoHandlers) {
       DemoHandlers.register(builder);

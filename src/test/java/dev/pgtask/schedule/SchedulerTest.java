@@ -91,7 +91,8 @@ class SchedulerTest {
   void betweenFiresTheSchedulerQueriesNothing() throws SQLException {
     PgTaskWorker w = start(worker().schedule(Schedule.of("hourly", "@hourly", "tick")));
     Scheduler scheduler = dev.pgtask.internal.WorkerAccess.runtime(w).scheduler();
-    await().atMost(Duration.ofSeconds(10)).until(() -> scheduler.passes() >= 1);
+    // the pass at start, and the read that the listener's first LISTEN asks for (it may connect later)
+    await().atMost(Duration.ofSeconds(20)).until(() -> scheduler.passes() >= 1 && scheduler.reads() >= 1);
     long[] before = {scheduler.passes(), scheduler.reads()};
     await("6 s without a query").during(Duration.ofSeconds(6)).atMost(Duration.ofSeconds(8))
         .until(() -> scheduler.passes() == before[0] && scheduler.reads() == before[1]);
@@ -113,5 +114,48 @@ class SchedulerTest {
     sql.exec("SELECT pgtask.resume_schedule('p')");
     await("fires again after the resume").atMost(Duration.ofSeconds(5))
         .until(() -> sql.count("SELECT count(*) FROM pgtask.task") >= afterPause + 2);
+  }
+
+  @Test
+  void aFireWhoseTransactionDiesBeforeItsCommitIsFiredByAWorkerExactlyOnce() throws Exception {
+    // every minute, its current minute's fire due now (as if the fire time had just come)
+    sql.exec("SELECT pgtask.schedule('dying', '0 * * * * *', 'tick', catch_up => 1, allow_overlap => true)");
+    sql.exec("UPDATE pgtask.schedule SET next_fire_at = date_trunc('minute', now()), next_due_at = now()");
+    String instant = sql.text("SELECT next_fire_at FROM pgtask.schedule WHERE name = 'dying'");
+    // a firing pass that dies before its commit: it inserted the task and holds the schedule row
+    try (java.sql.Connection dying = queue.database().connect()) {
+      dying.setAutoCommit(false);
+      int pid;
+      try (java.sql.Statement st = dying.createStatement()) {
+        var rs = st.executeQuery("SELECT pg_backend_pid(), (SELECT fired FROM pgtask.fire_schedules())");
+        rs.next();
+        pid = rs.getInt(1);
+        assertThat(rs.getInt(2)).as("tasks the dying pass inserted").isEqualTo(1);
+      }
+      PgTaskWorker w = start(worker());
+      Scheduler scheduler = dev.pgtask.internal.WorkerAccess.runtime(w).scheduler();
+      await("the worker tried while the row was held").atMost(Duration.ofSeconds(10)).until(() -> scheduler.passes() >= 2);
+      assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE schedule_name = 'dying'"))
+          .as("committed tasks while the dying pass holds the row").isZero();
+      sql.exec("SELECT pg_terminate_backend(" + pid + ")");
+    } catch (java.sql.SQLException expected) {
+      // closing the terminated connection
+    }
+    await("the worker fires the instant").atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task WHERE schedule_fire_at = '" + instant + "'") >= 1);
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE schedule_fire_at = '" + instant + "'"))
+        .as("tasks for the instant").isEqualTo(1);
+  }
+
+  @Test
+  void aWorkerBuiltWithoutSchedulesFiresNothing() throws SQLException {
+    PgTaskWorker w = start(worker().runSchedules(false).schedule(Schedule.of("declared", "* * * * * *", "tick")));
+    assertThat(sql.count("SELECT count(*) FROM pgtask.schedule WHERE name = 'declared'")).as("still declared").isEqualTo(1);
+    await("3 s without a fire").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task") == 0);
+    assertThat(dev.pgtask.internal.WorkerAccess.runtime(w).scheduler().passes()).isZero();
+    start(worker()); // one that does
+    await("a worker that runs schedules fires it").atMost(Duration.ofSeconds(20))
+        .until(() -> sql.count("SELECT count(*) FROM pgtask.task") >= 1);
   }
 }
