@@ -40,7 +40,7 @@ class WorkerOnlyProcessIT {
       Path log = dir.resolve(db.name() + "-spring-" + System.nanoTime() + ".log");
       Process process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
       try {
-        await().atMost(Duration.ofSeconds(120)).until(() -> Files.readString(log).contains("main returned"));
+        await().atMost(Duration.ofSeconds(240)).until(() -> Files.readString(log).contains("main returned"));
         await().atMost(Duration.ofSeconds(30)).until(() -> sql.count("SELECT count(*) FROM pgtask.workers") == 1);
         PgTask pgTask = PgTask.create(db.dataSource());
         pgTask.enqueue(new WorkerOnlyApplication.Write("after main returned"));
