@@ -38,6 +38,7 @@ public class WorkerOnlyApplication {
   public static class SlowHandler implements PgTaskHandler<Slow> {
     @Override
     public void handle(TaskContext ctx, Slow s) throws InterruptedException {
+      System.out.println("slow handler started");
       Thread.sleep(600_000); // until interrupted by the shutdown
     }
   }
