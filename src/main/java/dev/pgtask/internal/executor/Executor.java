@@ -1023,18 +1023,28 @@ public final class Executor extends Service {
     return t + Math.max(5_000, t / 10);
   }
 
+  /** The MDC keys set while a task runs on a thread (docs/logging.md); removed when it is done. */
+  static final String MDC_TASK_ID = "pgtask.task_id", MDC_KIND = "pgtask.kind", MDC_QUEUE = "pgtask.queue",
+      MDC_ATTEMPT = "pgtask.attempt", MDC_TENANT = "pgtask.tenant", MDC_WORKER = "pgtask.worker";
+
   static void withMdc(LocalTask t, Runnable r) {
-    MDC.put("pgtask.task_id", Long.toString(t.id()));
-    MDC.put("pgtask.kind", t.claimed.kind());
-    MDC.put("pgtask.queue", t.claimed.queue());
-    MDC.put("pgtask.attempt", Integer.toString(t.claimed.attempt()));
+    MDC.put(MDC_TASK_ID, Long.toString(t.id()));
+    MDC.put(MDC_KIND, t.claimed.kind());
+    MDC.put(MDC_QUEUE, t.claimed.queue());
+    MDC.put(MDC_ATTEMPT, Integer.toString(t.claimed.attempt()));
+    if (t.claimed.tenant() != null) {
+      MDC.put(MDC_TENANT, t.claimed.tenant());
+    }
+    MDC.put(MDC_WORKER, t.workerId());
     try {
       r.run();
     } finally {
-      MDC.remove("pgtask.task_id");
-      MDC.remove("pgtask.kind");
-      MDC.remove("pgtask.queue");
-      MDC.remove("pgtask.attempt");
+      MDC.remove(MDC_TASK_ID);
+      MDC.remove(MDC_KIND);
+      MDC.remove(MDC_QUEUE);
+      MDC.remove(MDC_ATTEMPT);
+      MDC.remove(MDC_TENANT);
+      MDC.remove(MDC_WORKER);
     }
   }
 }
