@@ -9,6 +9,7 @@ import dev.pgtask.PgTaskException;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.WorkerQueries;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -82,6 +83,7 @@ public final class WorkerRuntime {
       if (runScheduler) {
         scheduler.start();
       }
+      dev.pgtask.internal.pooler.Poolers.warnWhenShort(config.dataSource(), config.concurrency(), config.workerId());
       log.info("pgtask worker {} started: queues {}, concurrency {}, kinds {}", config.workerId(),
           config.queues(), config.concurrency(), config.kinds());
     }
@@ -127,13 +129,33 @@ public final class WorkerRuntime {
       listener.stop(Duration.ofSeconds(1));
       maintenance.stop(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
       executor.shutdown(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
-      try {
-        WorkerQueries.deregister(Sql.using(config.dataSource()), config.workerId());
-      } catch (RuntimeException e) {
-        log.warn("pgtask: could not remove worker {} from the registry ({}); it expires by itself",
-            config.workerId(), e.getMessage());
-      }
+      deregister(Math.max(TimeUnit.SECONDS.toNanos(1), deadline - System.nanoTime()));
       log.info("pgtask worker {} stopped", config.workerId());
+    }
+  }
+
+  /**
+   * Removes this worker's row, waiting at most {@code nanos} (the shutdown's remaining time, at
+   * least 1 s): a starved pool (a session pooler out of server sessions) must not keep the worker
+   * from stopping; the row then expires by itself.
+   */
+  private void deregister(long nanos) {
+    java.util.concurrent.CompletableFuture<Void> done = java.util.concurrent.CompletableFuture.runAsync(
+        () -> WorkerQueries.deregister(Sql.using(config.dataSource()), config.workerId()), runnable -> {
+          Thread t = new Thread(runnable, "pgtask-deregister-" + config.workerId());
+          t.setDaemon(true);
+          t.start();
+        });
+    try {
+      done.get(nanos, TimeUnit.NANOSECONDS);
+    } catch (java.util.concurrent.ExecutionException e) {
+      log.warn("pgtask: could not remove worker {} from the registry ({}); it expires by itself",
+          config.workerId(), e.getCause().getMessage());
+    } catch (java.util.concurrent.TimeoutException e) {
+      log.warn("pgtask: removing worker {} from the registry did not finish within the shutdown timeout (no"
+          + " connection from the pool?); it expires by itself", config.workerId());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 

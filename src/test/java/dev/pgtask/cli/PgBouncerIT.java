@@ -124,4 +124,25 @@ class PgBouncerIT {
       assertThat(explicit.err()).contains("transaction pooler").contains("set prepareThreshold=0");
     }
   }
+
+  @Test
+  void aWorkerProcessBehindAFullSessionPoolerWarnsAndStopsWithinItsShutdownTimeout() throws Exception {
+    PgTask pgtask = PgTask.create(db.dataSource());
+    try (PgBouncer session = PgBouncer.start(db, Mode.SESSION, 2);
+        WorkerProcess w = WorkerProcess.startWithUrl(db, session.fullUrl(), "full", "--queue", "full",
+            "--concurrency", "3", "--shutdown-timeout", "3s", "--listen-url", db.fullUrl())) {
+      await().atMost(Duration.ofSeconds(60)).until(() -> w.log().contains("gave only"));
+      assertThat(w.log()).contains("of the 4 connections it needs at once (concurrency 3 + 1");
+      for (int i = 0; i < 3; i++) {
+        pgtask.enqueue(NewTask.of(DemoHandlers.SLEEP, Map.of("ms", 120_000), TaskOptions.defaults().withQueue("full")));
+      }
+      // whatever waits for a session now (a claim, a task's connection, the registry), SIGTERM ends it in time
+      long started = System.nanoTime();
+      assertThat(w.terminate(Duration.ofSeconds(90))).as("exit code").isZero();
+      // 3 s for running tasks, at most 10 s for interrupted ones to roll back, and a margin; the registry's
+      // row no longer waits for a connection the pool cannot give
+      assertThat(Duration.ofNanos(System.nanoTime() - started)).as("SIGTERM to exit, with --shutdown-timeout 3s")
+          .isLessThan(Duration.ofSeconds(25));
+    }
+  }
 }

@@ -131,4 +131,100 @@ public final class Poolers {
           + " (prepared statement \"S_1\" already exists): " + PREPARE_FIX);
     }
   }
+
+  /** How long each of the capacity check's connections may wait for a server session. */
+  static final int CAPACITY_WAIT_MILLIS = 5_000;
+
+  /**
+   * Whether {@code dataSource} can give {@code needed} connections at once, each answering a
+   * statement within {@value #CAPACITY_WAIT_MILLIS} ms: the worker's executors and its claims need
+   * that many. It does not when PostgreSQL's {@code max_connections} is reached, or when a session
+   * pooler (PgBouncer {@code pool_mode = session}) has fewer server sessions left than the pool
+   * has connections: there a client connection without a session waits for one at its first
+   * statement, and a task given that connection waits with it. Returns how many answered (at most
+   * {@code needed}); the connections go back to the pool (one that timed out is broken and is
+   * discarded by it).
+   */
+  public static int connectionsAvailable(javax.sql.DataSource dataSource, int needed) {
+    java.util.List<Connection> held = new java.util.ArrayList<>();
+    ExecutorService timeouts = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "pgtask-capacity-check");
+      t.setDaemon(true);
+      return t;
+    });
+    int answered = 0;
+    try {
+      while (answered < needed) {
+        Connection c;
+        // the pool's own wait can be long (HikariCP: 30 s) while the others are held: bound it
+        java.util.concurrent.CompletableFuture<Connection> borrow = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+          try {
+            return dataSource.getConnection();
+          } catch (SQLException e) {
+            throw new java.util.concurrent.CompletionException(e);
+          }
+        }, timeouts);
+        try {
+          c = borrow.get(CAPACITY_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+          borrow.thenAccept(late -> {
+            try {
+              late.close();
+            } catch (SQLException ignored) {
+              // back to its pool or discarded
+            }
+          });
+          break;
+        } catch (java.util.concurrent.ExecutionException | RuntimeException e) {
+          break;
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+        held.add(c);
+        try {
+          c.setNetworkTimeout(timeouts, CAPACITY_WAIT_MILLIS);
+          try (Statement s = c.createStatement()) {
+            s.execute("SELECT 1");
+          }
+          c.setNetworkTimeout(null, 0);
+          answered++;
+        } catch (SQLException | RuntimeException e) {
+          break;
+        }
+      }
+    } finally {
+      for (Connection c : held) {
+        try {
+          c.close();
+        } catch (SQLException e) {
+          // discarded by its pool
+        }
+      }
+      timeouts.shutdown(); // a late borrow still completes and is closed
+    }
+    return answered;
+  }
+
+  /**
+   * Checks {@link #connectionsAvailable} on a background thread after a worker started, and warns
+   * once, with the numbers and what to change, when its pool cannot give what it needs.
+   */
+  public static void warnWhenShort(javax.sql.DataSource dataSource, int concurrency, String workerId) {
+    int needed = concurrency + 1;
+    Thread t = new Thread(() -> {
+      int available = connectionsAvailable(dataSource, needed);
+      if (available < needed) {
+        org.slf4j.LoggerFactory.getLogger(Poolers.class).warn("pgtask worker {}: its connection pool gave only {} of"
+            + " the {} connections it needs at once (concurrency {} + 1 for claims and maintenance) within {} ms each:"
+            + " the pool is shared and busy, PostgreSQL's max_connections is reached, or a session pooler (PgBouncer pool_mode = session) has fewer"
+            + " server sessions than the pool has connections (each client connection holds one). Tasks then wait"
+            + " for a connection while claimed. Raise the server's or the pooler's limit (PgBouncer default_pool_size,"
+            + " max_db_connections), lower concurrency, or use transaction pooling with a direct listen URL; see"
+            + " docs/deployment.md", workerId, available, needed, concurrency, CAPACITY_WAIT_MILLIS);
+      }
+    }, "pgtask-capacity-" + workerId);
+    t.setDaemon(true);
+    t.start();
+  }
 }
