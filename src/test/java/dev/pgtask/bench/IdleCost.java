@@ -10,8 +10,9 @@ import java.util.Locale;
 import org.awaitility.Awaitility;
 
 /**
- * The cost of idle workers to the server: committed transactions per second in their database
- * ({@code pg_stat_database.xact_commit}), with {@code n} idle worker processes and no tasks. Used by
+ * The cost of idle workers to the server: transactions per second in their database
+ * ({@code pg_stat_database.xact_commit + xact_rollback}), with {@code n} idle worker processes and
+ * no tasks. Used by
  * {@code IdleCostIT} (a generous bound) and by {@code main} (the figures in docs/benchmarks.md).
  *
  * <pre>
@@ -19,6 +20,9 @@ import org.awaitility.Awaitility;
  * java -cp target/test-classes:target/classes:$(cat target/test-classpath.txt) dev.pgtask.bench.IdleCost 1 16 60
  * </pre>
  * Arguments: worker counts (any number of them), then the measuring window in seconds.
+ * {@code -Dpgtask.bench.logStatements=true} makes the server log every statement of the throwaway
+ * database ({@code ALTER DATABASE ... SET log_min_duration_statement = 0}), to see where the
+ * transactions go.
  */
 public final class IdleCost {
 
@@ -43,13 +47,17 @@ public final class IdleCost {
 
   /**
    * Starts {@code n} workers (default settings, demo handlers) on a fresh database, lets them settle
-   * for {@code settle}, then counts the transactions committed in that database over {@code window}.
+   * for {@code settle}, then counts the transactions ended in that database over {@code window}.
    * The count includes this method's own two reads of the statistics (subtracted).
    */
   public static Result measure(int n, Duration settle, Duration window, String... extraArgs) throws Exception {
     List<WorkerProcess> workers = new ArrayList<>();
     try (TestDatabase db = TestDatabase.create("idle_cost_" + n)) {
       Db sql = new Db(db);
+      if (Boolean.getBoolean("pgtask.bench.logStatements")) {
+        // this throwaway database only: the server logs every statement of its sessions
+        sql.exec("ALTER DATABASE " + db.name() + " SET log_min_duration_statement = 0");
+      }
       try {
         for (int i = 0; i < n; i++) {
           List<String> args = new ArrayList<>(List.of("--worker-id", "idle-" + i));
@@ -78,8 +86,9 @@ public final class IdleCost {
     }
   }
 
+  /** Transactions ended in this database: committed and rolled back (an empty poll rolls back). */
   private static long xacts(Db sql) throws Exception {
-    return sql.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
+    return sql.count("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()");
   }
 
   public static void main(String[] args) throws Exception {
