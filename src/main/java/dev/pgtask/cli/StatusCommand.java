@@ -1,14 +1,11 @@
 package dev.pgtask.cli;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.pgtask.internal.sql.OpsQueries;
-import dev.pgtask.internal.sql.gen.tables.records.HealthRecord;
-import dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord;
-import dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord;
+import dev.pgtask.internal.sql.ViewReads;
+import dev.pgtask.internal.sql.ViewRow;
 import java.io.PrintWriter;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import org.jooq.Result;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -32,23 +29,29 @@ public final class StatusCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
-    try (OpsDatabase db = OpsDatabase.open(connection, "pgtask status")) {
-      Result<QueueSummaryRecord> queues = db.run(OpsQueries::selectQueueSummary);
-      HealthRecord health = db.run(OpsQueries::selectHealth);
-      Result<UnrunnableRecord> unrunnable = db.run(OpsQueries::selectUnrunnable);
+    try (OpsConnection db = OpsConnection.open(connection, "pgtask status")) {
+      List<ViewRow> queues = db.read(ViewReads::queueSummary);
+      ViewRow health = db.read(ViewReads::health);
+      List<ViewRow> unrunnable = db.read(ViewReads::unrunnable);
       if (json) {
-        ObjectNode o = Formats.JSON.createObjectNode();
-        o.set("queues", Formats.json(queues));
-        o.set("health", Formats.json(health));
-        o.set("unrunnable", Formats.json(unrunnable));
-        Formats.printJson(out, o);
+        Formats.printJson(out, g -> {
+          g.writeStartObject();
+          g.writeFieldName("queues");
+          Formats.write(g, queues);
+          g.writeFieldName("health");
+          Formats.write(g, health);
+          g.writeFieldName("unrunnable");
+          Formats.write(g, unrunnable);
+          g.writeEndObject();
+        });
         return ExitCodes.OK;
       }
       TextTable t = new TextTable("QUEUE", "SCHEDULED", "AVAILABLE", "RUNNING", "RETRYABLE", "COMPLETED", "CANCELLED",
           "DISCARDED", "WAITING_FOR_TENANT", "LAG");
-      for (QueueSummaryRecord q : queues) {
-        t.row(q.getQueue(), q.getScheduled(), q.getAvailable(), q.getRunning(), q.getRetryable(), q.getCompleted(),
-            q.getCancelled(), q.getDiscarded(), q.getWaitingForTenant(), Formats.text(q.getLag()));
+      for (ViewRow q : queues) {
+        t.row(q.get("queue"), q.get("scheduled"), q.get("available"), q.get("running"), q.get("retryable"),
+            q.get("completed"), q.get("cancelled"), q.get("discarded"), q.get("waiting_for_tenant"),
+            Formats.text(q.get("lag")));
       }
       out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
       out.println();
@@ -56,9 +59,9 @@ public final class StatusCommand implements Callable<Integer> {
       if (!unrunnable.isEmpty()) {
         // what no live worker can run: shown only when there is some
         TextTable u = new TextTable("QUEUE", "KIND", "REASON", "TASKS", "OLDEST_DUE_FOR", "TENANTS", "WAITING_BEHIND");
-        for (UnrunnableRecord r : unrunnable) {
-          u.row(r.getQueue(), r.getKind(), r.getReason(), r.getTasks(), Formats.text(r.getOldestDueFor()), r.getTenants(),
-              r.getWaitingBehind());
+        for (ViewRow r : unrunnable) {
+          u.row(r.get("queue"), r.get("kind"), r.get("reason"), r.get("tasks"), Formats.text(r.get("oldest_due_for")),
+              r.get("tenants"), r.get("waiting_behind"));
         }
         out.println();
         out.println("not runnable by any live worker (pgtask.unrunnable)");
@@ -69,19 +72,19 @@ public final class StatusCommand implements Callable<Integer> {
     return ExitCodes.OK;
   }
 
-  static String health(HealthRecord h) {
-    String oldest = h.getOldestXactPid() == null ? "none open"
-        : "pid " + h.getOldestXactPid() + " (" + blankAsUnknown(h.getOldestXactApplication()) + "), open for "
-            + Formats.text(h.getOldestXactAge());
-    String table = h.getTaskLiveTuples() + " live, " + h.getTaskDeadTuples() + " dead tuples, "
-        + Formats.bytes(h.getTaskTableBytes());
-    String vacuum = "autovacuum " + (h.getTaskLastAutovacuum() == null ? "never" : Formats.text(h.getTaskLastAutovacuum()))
-        + ", vacuum " + (h.getTaskLastVacuum() == null ? "never" : Formats.text(h.getTaskLastVacuum()));
-    String notify = h.getNotificationQueueUsage() == null ? ""
-        : String.format(Locale.ROOT, "%.1f%% used", h.getNotificationQueueUsage() * 100);
-    long unserved = h.getUnservedTasks() == null ? 0 : h.getUnservedTasks();
-    long unhandled = h.getUnhandledTasks() == null ? 0 : h.getUnhandledTasks();
-    long stuck = h.getTenantsStuck() == null ? 0 : h.getTenantsStuck();
+  static String health(ViewRow h) {
+    String oldest = h.get("oldest_xact_pid") == null ? "none open"
+        : "pid " + h.get("oldest_xact_pid") + " (" + blankAsUnknown(h.get("oldest_xact_application", String.class))
+            + "), open for " + Formats.text(h.get("oldest_xact_age"));
+    String table = h.get("task_live_tuples") + " live, " + h.get("task_dead_tuples") + " dead tuples, "
+        + Formats.bytes(h.get("task_table_bytes", Long.class));
+    String vacuum = "autovacuum " + (h.get("task_last_autovacuum") == null ? "never" : Formats.text(h.get("task_last_autovacuum")))
+        + ", vacuum " + (h.get("task_last_vacuum") == null ? "never" : Formats.text(h.get("task_last_vacuum")));
+    Double usage = h.get("notification_queue_usage", Double.class);
+    String notify = usage == null ? "" : String.format(Locale.ROOT, "%.1f%% used", usage * 100);
+    long unserved = count(h, "unserved_tasks");
+    long unhandled = count(h, "unhandled_tasks");
+    long stuck = count(h, "tenants_stuck");
     String unrunnable = unserved + unhandled + stuck == 0 ? ""
         : "  not runnable        " + unserved + " due in queues no live worker serves, " + unhandled
             + " due of kinds no live worker of their queue handles, " + stuck + " tenant(s) waiting behind them\n";
@@ -91,6 +94,11 @@ public final class StatusCommand implements Callable<Integer> {
         + "  last vacuum         " + vacuum + "\n"
         + "  notification queue  " + notify + "\n"
         + unrunnable;
+  }
+
+  private static long count(ViewRow h, String column) {
+    Long n = h.get(column, Long.class);
+    return n == null ? 0 : n;
   }
 
   private static String blankAsUnknown(String s) {
