@@ -4,7 +4,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.internal.sql.OpsQueries;
 import dev.pgtask.internal.sql.OpsQueries.Progress;
 import dev.pgtask.internal.sql.Sql;
-import dev.pgtask.internal.sql.gen.tables.records.TenantLocksRecord;
+import dev.pgtask.internal.sql.ViewReads;
+import dev.pgtask.internal.sql.ViewRow;
 import dev.pgtask.migrate.Migrations;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -25,7 +26,6 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.jooq.DSLContext;
-import org.jooq.Result;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -246,7 +246,7 @@ public final class DemoCommand implements Callable<Integer> {
         rescuedSeen = rescued;
       }
       if (!snapshotTaken && progress.completed() * 4 >= progress.total() && progress.running() > 0) {
-        Result<TenantLocksRecord> locks = OpsQueries.selectTenantLocks(dsl);
+        List<ViewRow> locks = dsl.connectionResult(ViewReads::tenantLocks);
         if (!locks.isEmpty()) {
           snapshotTaken = true;
           int shown = Math.min(8, locks.size());

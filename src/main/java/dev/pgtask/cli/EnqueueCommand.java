@@ -94,7 +94,7 @@ public final class EnqueueCommand implements Callable<Integer> {
     }
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
-      Formats.printJson(out, Formats.JSON.createObjectNode().put("id", id));
+      Formats.printJson(out, Formats.mapper().createObjectNode().put("id", id));
     } else {
       out.println(id);
       out.flush();
@@ -104,7 +104,7 @@ public final class EnqueueCommand implements Callable<Integer> {
 
   /** The payload as a JSON object; a usage error (exit 2) naming where it is wrong otherwise. */
   static JsonNode parsePayload(String payload) {
-    ObjectMapper mapper = Formats.JSON;
+    ObjectMapper mapper = Formats.mapper();
     if (payload == null) {
       return mapper.createObjectNode();
     }

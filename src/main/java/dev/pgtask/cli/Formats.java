@@ -1,29 +1,45 @@
 package dev.pgtask.cli;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.pgtask.internal.sql.ViewRow;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.List;
 import java.util.Locale;
-import org.jooq.Field;
-import org.jooq.Record;
-import org.jooq.types.YearToSecond;
 
 /**
  * How the operator commands print values: for humans (compact durations, instants in UTC to the
  * second, lists comma-separated) and as JSON for scripts (view column names as keys, instants as
  * ISO-8601 strings, intervals as seconds, arrays as arrays).
+ *
+ * <p>The read-only commands write their JSON with Jackson's streaming generator ({@link #printJson(PrintWriter,
+ * JsonBody)}); the {@link ObjectMapper} of the other commands is created on first use
+ * ({@link #mapper()}), so that a read command never loads Jackson's data binding.
  */
 final class Formats {
 
-  static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-
   private Formats() {}
+
+  /** Jackson's object mapper, indenting (created on first use). */
+  static ObjectMapper mapper() {
+    return Mapper.INSTANCE;
+  }
+
+  private static final class Mapper {
+    static final ObjectMapper INSTANCE = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  }
+
+  private static final class Factory {
+    static final JsonFactory INSTANCE = new JsonFactory();
+  }
 
   /** A value for a table cell. */
   static String text(Object v) {
@@ -32,9 +48,6 @@ final class Formats {
     }
     if (v instanceof Instant i) {
       return i.truncatedTo(ChronoUnit.SECONDS).toString();
-    }
-    if (v instanceof YearToSecond y) {
-      return duration(toDuration(y));
     }
     if (v instanceof Duration d) {
       return duration(d);
@@ -50,17 +63,6 @@ final class Formats {
       return b ? "yes" : "no";
     }
     return v.toString();
-  }
-
-  /** An interval as a {@link Duration} (months count as 30 days, as PostgreSQL's justify does). */
-  static Duration toDuration(YearToSecond y) {
-    if (y == null) {
-      return null;
-    }
-    long months = (long) y.getYears() * 12 + y.getMonths();
-    Duration d = Duration.ofDays(months * 30 + y.getDays()).plusHours(y.getHours()).plusMinutes(y.getMinutes())
-        .plusSeconds(y.getSeconds()).plusNanos(y.getNano());
-    return y.getSign() < 0 ? d.negated() : d;
   }
 
   /** A compact duration: {@code 0s}, {@code 850ms}, {@code 12.3s}, {@code 4m05s}, {@code 2h03m}, {@code 3d04h}. */
@@ -109,57 +111,82 @@ final class Formats {
     return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
   }
 
-  /** A record as a JSON object keyed by its column names. */
-  static ObjectNode json(Record r) {
-    ObjectNode o = JSON.createObjectNode();
-    for (Field<?> f : r.fields()) {
-      put(o, f.getName(), r.get(f));
+  /** What a read command writes as JSON, through a generator. */
+  interface JsonBody {
+    void write(JsonGenerator json) throws IOException;
+  }
+
+  /** A view row as a JSON object keyed by its column names, in the view's order. */
+  static void write(JsonGenerator json, ViewRow r) throws IOException {
+    json.writeStartObject();
+    List<String> columns = r.columns();
+    for (int i = 0; i < columns.size(); i++) {
+      json.writeFieldName(columns.get(i));
+      value(json, r.value(i));
     }
-    return o;
+    json.writeEndObject();
   }
 
-  /** Records as a JSON array of objects. */
-  static ArrayNode json(Iterable<? extends Record> records) {
-    ArrayNode a = JSON.createArrayNode();
-    records.forEach(r -> a.add(json(r)));
-    return a;
+  /** View rows as a JSON array of objects. */
+  static void write(JsonGenerator json, List<ViewRow> rows) throws IOException {
+    json.writeStartArray();
+    for (ViewRow r : rows) {
+      write(json, r);
+    }
+    json.writeEndArray();
   }
 
-  private static void put(ObjectNode o, String name, Object v) {
+  private static void value(JsonGenerator json, Object v) throws IOException {
     if (v == null) {
-      o.putNull(name);
+      json.writeNull();
     } else if (v instanceof Long l) {
-      o.put(name, l);
+      json.writeNumber(l);
     } else if (v instanceof Integer i) {
-      o.put(name, i);
+      json.writeNumber(i);
     } else if (v instanceof Double d) {
-      o.put(name, d);
+      json.writeNumber(d);
     } else if (v instanceof Boolean b) {
-      o.put(name, b);
+      json.writeBoolean(b);
     } else if (v instanceof Instant i) {
-      o.put(name, i.toString());
-    } else if (v instanceof YearToSecond y) {
-      o.put(name, toDuration(y).toNanos() / 1e9);
+      json.writeString(i.toString());
+    } else if (v instanceof Duration d) {
+      json.writeNumber(d.toNanos() / 1e9);
     } else if (v instanceof Object[] arr) {
-      ArrayNode a = o.putArray(name);
+      json.writeStartArray();
       for (Object e : arr) {
         if (e instanceof Integer i) {
-          a.add(i);
+          json.writeNumber(i);
         } else if (e instanceof Long l) {
-          a.add(l);
+          json.writeNumber(l);
+        } else if (e == null) {
+          json.writeNull();
         } else {
-          a.add(e == null ? null : e.toString());
+          json.writeString(e.toString());
         }
       }
+      json.writeEndArray();
     } else {
-      o.put(name, v.toString());
+      json.writeString(v.toString());
     }
+  }
+
+  /** Prints what {@code body} writes as indented JSON on {@code out}, followed by a newline. */
+  static void printJson(PrintWriter out, JsonBody body) {
+    StringWriter text = new StringWriter();
+    try (JsonGenerator json = Factory.INSTANCE.createGenerator(text)) {
+      json.useDefaultPrettyPrinter();
+      body.write(json);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot write JSON: " + e.getMessage(), e);
+    }
+    out.println(text);
+    out.flush();
   }
 
   /** Prints a JSON value on {@code out}, followed by a newline. */
   static void printJson(PrintWriter out, Object value) {
     try {
-      out.println(JSON.writeValueAsString(value));
+      out.println(mapper().writeValueAsString(value));
     } catch (JsonProcessingException e) {
       throw new IllegalStateException("cannot write JSON: " + e.getMessage(), e);
     }

@@ -1,12 +1,10 @@
 package dev.pgtask.cli;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.pgtask.internal.sql.OpsQueries;
-import dev.pgtask.internal.sql.gen.tables.records.RunningRecord;
-import dev.pgtask.internal.sql.gen.tables.records.TenantLocksRecord;
+import dev.pgtask.internal.sql.ViewReads;
+import dev.pgtask.internal.sql.ViewRow;
 import java.io.PrintWriter;
+import java.util.List;
 import java.util.concurrent.Callable;
-import org.jooq.Result;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -30,14 +28,18 @@ public final class LocksCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
-    try (OpsDatabase db = OpsDatabase.open(connection, "pgtask locks")) {
-      Result<TenantLocksRecord> locks = db.run(OpsQueries::selectTenantLocks);
-      Result<RunningRecord> running = db.run(dsl -> OpsQueries.selectRunning(dsl, true));
+    try (OpsConnection db = OpsConnection.open(connection, "pgtask locks")) {
+      List<ViewRow> locks = db.read(ViewReads::tenantLocks);
+      List<ViewRow> running = db.read(c -> ViewReads.running(c, true));
       if (json) {
-        ObjectNode o = Formats.JSON.createObjectNode();
-        o.set("tenant_locks", Formats.json(locks));
-        o.set("running", Formats.json(running));
-        Formats.printJson(out, o);
+        Formats.printJson(out, g -> {
+          g.writeStartObject();
+          g.writeFieldName("tenant_locks");
+          Formats.write(g, locks);
+          g.writeFieldName("running");
+          Formats.write(g, running);
+          g.writeEndObject();
+        });
         return ExitCodes.OK;
       }
       out.println("tenant locks");
@@ -46,9 +48,9 @@ public final class LocksCommand implements Callable<Integer> {
       out.println("running tasks with a tenant");
       TextTable t = new TextTable("TASK_ID", "KIND", "QUEUE", "TENANT", "WORKER", "BACKEND_PID", "RUNNING_FOR",
           "HOLDS_TENANT_LOCK");
-      for (RunningRecord r : running) {
-        t.row(r.getTaskId(), r.getKind(), r.getQueue(), r.getTenant(), r.getWorker(), r.getBackendPid(),
-            Formats.text(r.getRunningFor()), Formats.text(r.getHoldsTenantLock()));
+      for (ViewRow r : running) {
+        t.row(r.get("task_id"), r.get("kind"), r.get("queue"), r.get("tenant"), r.get("worker"), r.get("backend_pid"),
+            Formats.text(r.get("running_for")), Formats.text(r.get("holds_tenant_lock")));
       }
       out.print(t.isEmpty() ? "  (none)\n" : t.render());
       out.flush();
@@ -57,11 +59,11 @@ public final class LocksCommand implements Callable<Integer> {
   }
 
   /** The tenant locks as a table (also used by the demo's snapshot). */
-  static TextTable tenantLocks(Iterable<TenantLocksRecord> locks) {
+  static TextTable tenantLocks(List<ViewRow> locks) {
     TextTable t = new TextTable("TENANT", "HOLDER_PID", "APPLICATION_NAME", "HELD_FOR", "WAITING_PIDS");
-    for (TenantLocksRecord l : locks) {
-      t.row(l.getTenant(), l.getHolderPid(), l.getApplicationName(), Formats.text(l.getHeldFor()),
-          Formats.text(l.getWaitingPids()));
+    for (ViewRow l : locks) {
+      t.row(l.get("tenant"), l.get("holder_pid"), l.get("application_name"), Formats.text(l.get("held_for")),
+          Formats.text(l.get("waiting_pids")));
     }
     return t;
   }

@@ -57,14 +57,41 @@ public final class Main implements Runnable {
 
   /** Runs the CLI in this JVM and returns the exit code (for tests and embedding). */
   public static int run(String... args) {
-    return commandLine().execute(args);
+    return commandLine(args).execute(args);
   }
 
   /** A configured command line: subcommands, one-line error handling, exit codes. */
   public static CommandLine commandLine() {
+    return commandLine(SUBCOMMANDS);
+  }
+
+  /**
+   * The command line that runs {@code args}: when they start with a subcommand's name, only that
+   * subcommand is built. picocli builds a command by reflection over its class (every field and
+   * method signature, which loads the types they name); building all of them would load jOOQ,
+   * HikariCP and Jackson classes for a command that uses none. What the command prints, its errors
+   * and exit codes are those of {@link #commandLine()} ({@code MainTest} compares them).
+   */
+  public static CommandLine commandLine(String... args) {
+    Class<?> named = args.length == 0 ? null : subcommandNamed(args[0]);
+    return named == null ? commandLine(SUBCOMMANDS) : commandLine(new Class<?>[] {named});
+  }
+
+  /** The subcommand class whose {@code @Command} name or alias is {@code name}, or {@code null}. */
+  static Class<?> subcommandNamed(String name) {
+    for (Class<?> sub : SUBCOMMANDS) {
+      Command c = sub.getAnnotation(Command.class);
+      if (c.name().equals(name) || java.util.Arrays.asList(c.aliases()).contains(name)) {
+        return sub;
+      }
+    }
+    return null;
+  }
+
+  private static CommandLine commandLine(Class<?>[] subcommands) {
     Main main = new Main();
     CommandLine cmd = new CommandLine(main);
-    for (Class<?> sub : SUBCOMMANDS) {
+    for (Class<?> sub : subcommands) {
       cmd.addSubcommand(sub);
     }
     cmd.addSubcommand(new CommandLine.HelpCommand());

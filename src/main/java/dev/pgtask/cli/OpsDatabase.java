@@ -55,10 +55,9 @@ final class OpsDatabase implements AutoCloseable {
     if (e instanceof CliException c) {
       return c;
     }
-    String state = Sql.sqlState(e);
-    if ("42P01".equals(state) || "3F000".equals(state) || "42883".equals(state)) {
-      return new CliException(ExitCodes.FAILURE, "no pgtask schema (or an older one) in " + settings.describe()
-          + ": run 'pgtask migrate' first (" + Main.oneLine(Sql.rootMessage(e)) + ")", e);
+    CliException noSchema = OpsConnection.missingSchema(settings, Sql.sqlState(e), e);
+    if (noSchema != null) {
+      return noSchema;
     }
     if (e instanceof PgTaskException p) {
       String msg = p.getMessage() == null ? p.getClass().getSimpleName() : p.getMessage().replaceFirst("^pgtask: ", "");

@@ -1,17 +1,11 @@
 package dev.pgtask.cli;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.pgtask.internal.sql.OpsQueries;
-import dev.pgtask.internal.sql.QueueControlQueries;
-import dev.pgtask.internal.sql.gen.tables.records.PausedQueuesRecord;
-import dev.pgtask.internal.sql.gen.tables.records.TenantLoadRecord;
-import dev.pgtask.internal.sql.gen.tables.records.HealthRecord;
-import dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord;
-import dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord;
+import dev.pgtask.internal.sql.ViewReads;
+import dev.pgtask.internal.sql.ViewRow;
 import java.io.PrintWriter;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import org.jooq.Result;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -23,9 +17,6 @@ import picocli.CommandLine.Spec;
     description = "Queues (counts by state, tasks waiting for their tenant, lag) and what threatens the task table.")
 public final class StatusCommand implements Callable<Integer> {
 
-  /** The tenants of pgtask.tenant_load that status shows, busiest first. */
-  static final int TENANT_LOAD_ROWS = 5;
-
   @Mixin
   ConnectionOptions connection;
 
@@ -33,40 +24,51 @@ public final class StatusCommand implements Callable<Integer> {
       + " \"paused_queues\": [...], \"tenant_load\": [...]}.")
   boolean json;
 
+  /** The busiest tenants shown (pgtask.tenant_load). */
+  static final int TENANT_LOAD_ROWS = 5;
+
   @Spec
   CommandSpec spec;
 
   @Override
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
-    try (OpsDatabase db = OpsDatabase.open(connection, "pgtask status")) {
-      Result<QueueSummaryRecord> queues = db.run(OpsQueries::selectQueueSummary);
-      HealthRecord health = db.run(OpsQueries::selectHealth);
-      Result<UnrunnableRecord> unrunnable = db.run(OpsQueries::selectUnrunnable);
-      Result<PausedQueuesRecord> paused = db.run(QueueControlQueries::selectPausedQueues);
-      Result<TenantLoadRecord> load = db.run(dsl -> QueueControlQueries.selectTenantLoad(dsl, TENANT_LOAD_ROWS));
+    try (OpsConnection db = OpsConnection.open(connection, "pgtask status")) {
+      List<ViewRow> queues = db.read(ViewReads::queueSummary);
+      ViewRow health = db.read(ViewReads::health);
+      List<ViewRow> unrunnable = db.read(ViewReads::unrunnable);
+      List<ViewRow> paused = db.read(ViewReads::pausedQueues);
+      List<ViewRow> load = db.read(c -> ViewReads.tenantLoad(c, TENANT_LOAD_ROWS));
       if (json) {
-        ObjectNode o = Formats.JSON.createObjectNode();
-        o.set("queues", Formats.json(queues));
-        o.set("health", Formats.json(health));
-        o.set("unrunnable", Formats.json(unrunnable));
-        o.set("paused_queues", Formats.json(paused));
-        o.set("tenant_load", Formats.json(load));
-        Formats.printJson(out, o);
+        Formats.printJson(out, g -> {
+          g.writeStartObject();
+          g.writeFieldName("queues");
+          Formats.write(g, queues);
+          g.writeFieldName("health");
+          Formats.write(g, health);
+          g.writeFieldName("unrunnable");
+          Formats.write(g, unrunnable);
+          g.writeFieldName("paused_queues");
+          Formats.write(g, paused);
+          g.writeFieldName("tenant_load");
+          Formats.write(g, load);
+          g.writeEndObject();
+        });
         return ExitCodes.OK;
       }
       TextTable t = new TextTable("QUEUE", "SCHEDULED", "AVAILABLE", "RUNNING", "RETRYABLE", "COMPLETED", "CANCELLED",
           "DISCARDED", "WAITING_FOR_TENANT", "LAG");
-      for (QueueSummaryRecord q : queues) {
-        t.row(q.getQueue(), q.getScheduled(), q.getAvailable(), q.getRunning(), q.getRetryable(), q.getCompleted(),
-            q.getCancelled(), q.getDiscarded(), q.getWaitingForTenant(), Formats.text(q.getLag()));
+      for (ViewRow q : queues) {
+        t.row(q.get("queue"), q.get("scheduled"), q.get("available"), q.get("running"), q.get("retryable"),
+            q.get("completed"), q.get("cancelled"), q.get("discarded"), q.get("waiting_for_tenant"),
+            Formats.text(q.get("lag")));
       }
       out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
       if (!paused.isEmpty()) {
         // paused queues, with or without tasks: no worker claims from them
         TextTable p = new TextTable("PAUSED_QUEUE", "PAUSED_AT", "PAUSED_BY", "DUE", "QUEUED");
-        for (PausedQueuesRecord r : paused) {
-          p.row(r.getQueue(), Formats.text(r.getPausedAt()), r.getPausedBy(), r.getDue(), r.getQueued());
+        for (ViewRow r : paused) {
+          p.row(r.get("queue"), Formats.text(r.get("paused_at")), r.get("paused_by"), r.get("due"), r.get("queued"));
         }
         out.println();
         out.println("paused queues: no worker claims their tasks (pgtask resume QUEUE)");
@@ -77,9 +79,9 @@ public final class StatusCommand implements Callable<Integer> {
       if (!unrunnable.isEmpty()) {
         // what no live worker can run: shown only when there is some
         TextTable u = new TextTable("QUEUE", "KIND", "REASON", "TASKS", "OLDEST_DUE_FOR", "TENANTS", "WAITING_BEHIND");
-        for (UnrunnableRecord r : unrunnable) {
-          u.row(r.getQueue(), r.getKind(), r.getReason(), r.getTasks(), Formats.text(r.getOldestDueFor()), r.getTenants(),
-              r.getWaitingBehind());
+        for (ViewRow r : unrunnable) {
+          u.row(r.get("queue"), r.get("kind"), r.get("reason"), r.get("tasks"), Formats.text(r.get("oldest_due_for")),
+              r.get("tenants"), r.get("waiting_behind"));
         }
         out.println();
         out.println("not runnable by any live worker (pgtask.unrunnable)");
@@ -88,9 +90,9 @@ public final class StatusCommand implements Callable<Integer> {
       if (!load.isEmpty()) {
         TextTable l = new TextTable("TENANT", "ARRIVALS/MIN", "COMPLETIONS/MIN", "MEAN_RUN_S", "P95_RUN_S", "UTILISATION",
             "BACKLOG", "TREND/MIN");
-        for (TenantLoadRecord r : load) {
-          l.row(r.getTenant(), r.getArrivalsPerMin(), r.getCompletionsPerMin(), r.getMeanRunS(), r.getP95RunS(),
-              r.getUtilisation(), r.getBacklog(), r.getBacklogTrendPerMin());
+        for (ViewRow r : load) {
+          l.row(r.get("tenant"), r.get("arrivals_per_min"), r.get("completions_per_min"), r.get("mean_run_s"),
+              r.get("p95_run_s"), r.get("utilisation"), r.get("backlog"), r.get("backlog_trend_per_min"));
         }
         out.println();
         out.println("tenant load, last 15 minutes, busiest first (pgtask.tenant_load; utilisation >= 1: the backlog"
@@ -102,19 +104,19 @@ public final class StatusCommand implements Callable<Integer> {
     return ExitCodes.OK;
   }
 
-  static String health(HealthRecord h) {
-    String oldest = h.getOldestXactPid() == null ? "none open"
-        : "pid " + h.getOldestXactPid() + " (" + blankAsUnknown(h.getOldestXactApplication()) + "), open for "
-            + Formats.text(h.getOldestXactAge());
-    String table = h.getTaskLiveTuples() + " live, " + h.getTaskDeadTuples() + " dead tuples, "
-        + Formats.bytes(h.getTaskTableBytes());
-    String vacuum = "autovacuum " + (h.getTaskLastAutovacuum() == null ? "never" : Formats.text(h.getTaskLastAutovacuum()))
-        + ", vacuum " + (h.getTaskLastVacuum() == null ? "never" : Formats.text(h.getTaskLastVacuum()));
-    String notify = h.getNotificationQueueUsage() == null ? ""
-        : String.format(Locale.ROOT, "%.1f%% used", h.getNotificationQueueUsage() * 100);
-    long unserved = h.getUnservedTasks() == null ? 0 : h.getUnservedTasks();
-    long unhandled = h.getUnhandledTasks() == null ? 0 : h.getUnhandledTasks();
-    long stuck = h.getTenantsStuck() == null ? 0 : h.getTenantsStuck();
+  static String health(ViewRow h) {
+    String oldest = h.get("oldest_xact_pid") == null ? "none open"
+        : "pid " + h.get("oldest_xact_pid") + " (" + blankAsUnknown(h.get("oldest_xact_application", String.class))
+            + "), open for " + Formats.text(h.get("oldest_xact_age"));
+    String table = h.get("task_live_tuples") + " live, " + h.get("task_dead_tuples") + " dead tuples, "
+        + Formats.bytes(h.get("task_table_bytes", Long.class));
+    String vacuum = "autovacuum " + (h.get("task_last_autovacuum") == null ? "never" : Formats.text(h.get("task_last_autovacuum")))
+        + ", vacuum " + (h.get("task_last_vacuum") == null ? "never" : Formats.text(h.get("task_last_vacuum")));
+    Double usage = h.get("notification_queue_usage", Double.class);
+    String notify = usage == null ? "" : String.format(Locale.ROOT, "%.1f%% used", usage * 100);
+    long unserved = count(h, "unserved_tasks");
+    long unhandled = count(h, "unhandled_tasks");
+    long stuck = count(h, "tenants_stuck");
     String unrunnable = unserved + unhandled + stuck == 0 ? ""
         : "  not runnable        " + unserved + " due in queues no live worker serves, " + unhandled
             + " due of kinds no live worker of their queue handles, " + stuck + " tenant(s) waiting behind them\n";
@@ -124,6 +126,11 @@ public final class StatusCommand implements Callable<Integer> {
         + "  last vacuum         " + vacuum + "\n"
         + "  notification queue  " + notify + "\n"
         + unrunnable;
+  }
+
+  private static long count(ViewRow h, String column) {
+    Long n = h.get(column, Long.class);
+    return n == null ? 0 : n;
   }
 
   private static String blankAsUnknown(String s) {

@@ -44,7 +44,7 @@ abstract class TaskOperation implements Callable<Integer> {
     }
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
-      Formats.printJson(out, Formats.JSON.createObjectNode().put("id", id).put("result", result[0]));
+      Formats.printJson(out, Formats.mapper().createObjectNode().put("id", id).put("result", result[0]));
     } else {
       out.println(result[1]);
       out.flush();

@@ -1,14 +1,14 @@
 package dev.pgtask.cli;
 
 import dev.pgtask.TaskState;
-import dev.pgtask.internal.sql.OpsQueries;
-import dev.pgtask.internal.sql.gen.tables.records.TasksRecord;
+import dev.pgtask.internal.sql.ViewReads;
+import dev.pgtask.internal.sql.ViewRow;
 import java.io.PrintWriter;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
-import org.jooq.Result;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -53,18 +53,19 @@ public final class TasksCommand implements Callable<Integer> {
           "Invalid value for option '--limit': " + limit + " is not between 1 and 10000");
     }
     PrintWriter out = spec.commandLine().getOut();
-    try (OpsDatabase db = OpsDatabase.open(connection, "pgtask tasks")) {
-      Result<TasksRecord> tasks = db.run(dsl ->
-          OpsQueries.selectTasks(dsl, state == null ? null : state.sqlName(), queue, kind, limit));
+    try (OpsConnection db = OpsConnection.open(connection, "pgtask tasks")) {
+      List<ViewRow> tasks = db.read(c ->
+          ViewReads.tasks(c, state == null ? null : state.sqlName(), queue, kind, limit));
       if (json) {
-        Formats.printJson(out, Formats.json(tasks));
+        Formats.printJson(out, g -> Formats.write(g, tasks));
         return ExitCodes.OK;
       }
       TextTable t = new TextTable("ID", "KIND", "QUEUE", "TENANT", "STATE", "ATTEMPT", "PRIORITY", "RUN_AT",
           "FINISHED_AT", "LAST_ERROR");
-      for (TasksRecord r : tasks) {
-        t.row(r.getId(), r.getKind(), r.getQueue(), r.getTenant(), r.getState(), r.getAttempt() + "/" + r.getMaxAttempts(),
-            r.getPriority(), Formats.text(r.getRunAt()), Formats.text(r.getFinishedAt()), abbreviate(r.getLastError(), 60));
+      for (ViewRow r : tasks) {
+        t.row(r.get("id"), r.get("kind"), r.get("queue"), r.get("tenant"), r.get("state"),
+            r.get("attempt") + "/" + r.get("max_attempts"), r.get("priority"), Formats.text(r.get("run_at")),
+            Formats.text(r.get("finished_at")), abbreviate(r.get("last_error", String.class), 60));
       }
       out.print(t.isEmpty() ? "no tasks match\n" : t.render());
       out.flush();

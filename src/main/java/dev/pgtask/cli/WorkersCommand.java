@@ -1,10 +1,10 @@
 package dev.pgtask.cli;
 
-import dev.pgtask.internal.sql.OpsQueries;
-import dev.pgtask.internal.sql.gen.tables.records.WorkersRecord;
+import dev.pgtask.internal.sql.ViewReads;
+import dev.pgtask.internal.sql.ViewRow;
 import java.io.PrintWriter;
+import java.util.List;
 import java.util.concurrent.Callable;
-import org.jooq.Result;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -28,18 +28,18 @@ public final class WorkersCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
-    try (OpsDatabase db = OpsDatabase.open(connection, "pgtask workers")) {
-      Result<WorkersRecord> workers = db.run(OpsQueries::selectWorkers);
+    try (OpsConnection db = OpsConnection.open(connection, "pgtask workers")) {
+      List<ViewRow> workers = db.read(ViewReads::workers);
       if (json) {
-        Formats.printJson(out, Formats.json(workers));
+        Formats.printJson(out, g -> Formats.write(g, workers));
         return ExitCodes.OK;
       }
       TextTable t = new TextTable("ID", "HOST", "PID", "VERSION", "QUEUES", "KINDS", "CONCURRENCY", "STARTED_AT",
           "LAST_SEEN_AGO");
-      for (WorkersRecord w : workers) {
-        t.row(w.getId(), w.getHost(), w.getPid(), w.getVersion(), Formats.text(w.getQueues()),
-            Formats.text(w.getKinds()), w.getConcurrency(), Formats.text(w.getStartedAt()),
-            Formats.text(w.getLastSeenAgo()));
+      for (ViewRow w : workers) {
+        t.row(w.get("id"), w.get("host"), w.get("pid"), w.get("version"), Formats.text(w.get("queues")),
+            Formats.text(w.get("kinds")), w.get("concurrency"), Formats.text(w.get("started_at")),
+            Formats.text(w.get("last_seen_ago")));
       }
       out.print(t.isEmpty() ? "no live workers (none with a heartbeat in the last minute)\n" : t.render());
       out.flush();

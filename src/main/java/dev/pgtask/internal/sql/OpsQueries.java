@@ -1,26 +1,14 @@
 package dev.pgtask.internal.sql;
 
-import static dev.pgtask.internal.sql.gen.Tables.HEALTH;
-import static dev.pgtask.internal.sql.gen.Tables.QUEUE_SUMMARY;
-import static dev.pgtask.internal.sql.gen.Tables.RUNNING;
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
-import static dev.pgtask.internal.sql.gen.Tables.TASKS;
-import static dev.pgtask.internal.sql.gen.Tables.TENANT_LOCKS;
 import static dev.pgtask.internal.sql.gen.Tables.WORKERS;
 
 import dev.pgtask.internal.sql.gen.Routines;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
-import dev.pgtask.internal.sql.gen.tables.records.HealthRecord;
-import dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord;
-import dev.pgtask.internal.sql.gen.tables.records.RunningRecord;
-import dev.pgtask.internal.sql.gen.tables.records.TasksRecord;
-import dev.pgtask.internal.sql.gen.tables.records.TenantLocksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.WorkersRecord;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
@@ -31,72 +19,17 @@ import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 
 /**
- * The reads behind the operator commands of {@code bin/pgtask} ({@code status}, {@code locks},
- * {@code workers}, {@code tasks}): one method per public view, plus the few queries of
- * {@code pgtask demo} on its own queue. Views read {@code pg_locks} and {@code pg_stat_activity},
- * which take no lock.
+ * The queries of {@code pgtask demo} on its own queue (the operator commands' reads of the public
+ * views are plain JDBC, in {@link ViewReads}). Views read {@code pg_locks} and
+ * {@code pg_stat_activity}, which take no lock.
  */
 public final class OpsQueries {
 
   private OpsQueries() {}
 
-  /** Every queue's counts and lag, by queue name. Locks: none. */
-  public static Result<QueueSummaryRecord> selectQueueSummary(DSLContext dsl) {
-    return dsl.selectFrom(QUEUE_SUMMARY).orderBy(QUEUE_SUMMARY.QUEUE).fetch();
-  }
-
-  /** The one row of {@code pgtask.health}. Locks: none. */
-  public static HealthRecord selectHealth(DSLContext dsl) {
-    return dsl.selectFrom(HEALTH).fetchOne();
-  }
-
-  /** What no live worker can run ({@code pgtask.unrunnable}), most tasks first. Locks: none. */
-  public static Result<dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord> selectUnrunnable(DSLContext dsl) {
-    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
-    return dsl.selectFrom(u).orderBy(u.TASKS.desc(), u.QUEUE, u.KIND).fetch();
-  }
-
-  /** Tenant locks held right now, longest held first. Locks: none. */
-  public static Result<TenantLocksRecord> selectTenantLocks(DSLContext dsl) {
-    return dsl.selectFrom(TENANT_LOCKS)
-        .orderBy(TENANT_LOCKS.XACT_START.asc().nullsLast(), TENANT_LOCKS.TENANT)
-        .fetch();
-  }
-
-  /** Running tasks, longest running first; only those with a tenant when {@code withTenantOnly}. Locks: none. */
-  public static Result<RunningRecord> selectRunning(DSLContext dsl, boolean withTenantOnly) {
-    Condition c = withTenantOnly ? RUNNING.TENANT.isNotNull() : DSL.noCondition();
-    return dsl.selectFrom(RUNNING).where(c)
-        .orderBy(RUNNING.STARTED_AT.asc().nullsLast(), RUNNING.TASK_ID)
-        .fetch();
-  }
-
   /** Live workers (seen in the last minute), by id. Locks: none. */
   public static Result<WorkersRecord> selectWorkers(DSLContext dsl) {
     return dsl.selectFrom(WORKERS).orderBy(WORKERS.ID).fetch();
-  }
-
-  /**
-   * Tasks, newest first, filtered by the non-null arguments ({@code state} as the view writes it:
-   * {@code scheduled}, {@code available}, ...). Locks: none.
-   */
-  public static Result<TasksRecord> selectTasks(DSLContext dsl, String state, String queue, String kind, int limit) {
-    List<Condition> where = new ArrayList<>();
-    if (state != null) {
-      where.add(TASKS.STATE.eq(state));
-    }
-    if (queue != null) {
-      where.add(TASKS.QUEUE.eq(queue));
-    }
-    if (kind != null) {
-      where.add(TASKS.KIND.eq(kind));
-    }
-    return dsl.selectFrom(TASKS).where(where).orderBy(TASKS.ID.desc()).limit(limit).fetch();
-  }
-
-  /** One task by id, or {@code null}. Locks: none. */
-  public static TasksRecord selectTask(DSLContext dsl, long id) {
-    return dsl.selectFrom(TASKS).where(TASKS.ID.eq(id)).fetchOne();
   }
 
   // ---- pgtask demo: its own queue only ----
