@@ -40,7 +40,7 @@ abstract class QueueCommands implements Callable<Integer> {
     }
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
-      Formats.printJson(out, Formats.JSON.createObjectNode().put("queue", queue).put("result", result[0]));
+      Formats.printJson(out, Formats.mapper().createObjectNode().put("queue", queue).put("result", result[0]));
     } else {
       out.println(result[1]);
       out.flush();

@@ -1,5 +1,8 @@
 package dev.pgtask.cli;
 
+import dev.pgtask.internal.sql.ViewReads;
+import dev.pgtask.internal.sql.ViewRow;
+
 import dev.pgtask.InvalidScheduleException;
 import dev.pgtask.PgTask;
 import dev.pgtask.Schedule;
@@ -48,19 +51,19 @@ final class ScheduleCommands {
     @Override
     public Integer call() {
       PrintWriter out = spec.commandLine().getOut();
-      try (OpsDatabase db = OpsDatabase.open(connection, "pgtask schedules")) {
-        Result<SchedulesRecord> rows = db.run(ScheduleQueries::selectSchedules);
+      try (OpsConnection db = OpsConnection.open(connection, "pgtask schedules")) {
+        java.util.List<ViewRow> rows = db.read(ViewReads::schedules);
         if (json) {
-          Formats.printJson(out, Formats.json(rows));
+          Formats.printJson(out, g -> Formats.write(g, rows));
           return ExitCodes.OK;
         }
         TextTable t = new TextTable("NAME", "CRON", "ZONE", "KIND", "QUEUE", "TENANT", "PAUSED", "NEXT_FIRE_AT",
             "LAST_FIRE_AT", "LAST_TASK", "LAST_STATE", "FIRED");
-        for (SchedulesRecord r : rows) {
-          t.row(r.getName(), r.getCron(), r.getTimeZone(), r.getKind(), r.getQueue(), Formats.text(r.getTenant()),
-              Boolean.TRUE.equals(r.getPaused()) ? "yes" : (Boolean.TRUE.equals(r.getQueuePaused()) ? "queue" : "no"),
-              Formats.text(r.getNextFireAt()), Formats.text(r.getLastFireAt()), Formats.text(r.getLastTaskId()),
-              Formats.text(r.getLastTaskState()), r.getFired());
+        for (ViewRow r : rows) {
+          t.row(r.get("name"), r.get("cron"), r.get("time_zone"), r.get("kind"), r.get("queue"), Formats.text(r.get("tenant")),
+              Boolean.TRUE.equals(r.get("paused")) ? "yes" : (Boolean.TRUE.equals(r.get("queue_paused")) ? "queue" : "no"),
+              Formats.text(r.get("next_fire_at")), Formats.text(r.get("last_fire_at")), Formats.text(r.get("last_task_id")),
+              Formats.text(r.get("last_task_state")), r.get("fired"));
         }
         out.print(t.isEmpty() ? "no schedules\n" : t.render());
         out.flush();
@@ -209,7 +212,7 @@ final class ScheduleCommands {
       }
       PrintWriter out = spec.commandLine().getOut();
       if (json) {
-        Formats.printJson(out, Formats.JSON.createObjectNode().put("name", name).put("next_fire_at", String.valueOf(next)));
+        Formats.printJson(out, Formats.mapper().createObjectNode().put("name", name).put("next_fire_at", String.valueOf(next)));
       } else {
         out.println("schedule " + name + " declared; next fire at " + next);
         out.flush();

@@ -25,6 +25,23 @@ import org.jooq.impl.SQLDataType;
  */
 public final class OpsQueries {
 
+  /** Every queue's counts and lag, by queue name (the health indicator's read). Locks: none. */
+  public static Result<dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord> selectQueueSummary(DSLContext dsl) {
+    var q = dev.pgtask.internal.sql.gen.Tables.QUEUE_SUMMARY;
+    return dsl.selectFrom(q).orderBy(q.QUEUE).fetch();
+  }
+
+  /** The one row of {@code pgtask.health}. Locks: none. */
+  public static dev.pgtask.internal.sql.gen.tables.records.HealthRecord selectHealth(DSLContext dsl) {
+    return dsl.selectFrom(dev.pgtask.internal.sql.gen.Tables.HEALTH).fetchOne();
+  }
+
+  /** What no live worker can run ({@code pgtask.unrunnable}), most tasks first. Locks: none. */
+  public static Result<dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord> selectUnrunnable(DSLContext dsl) {
+    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
+    return dsl.selectFrom(u).orderBy(u.TASKS.desc(), u.QUEUE, u.KIND).fetch();
+  }
+
   private OpsQueries() {}
 
   /** Live workers (seen in the last minute), by id. Locks: none. */

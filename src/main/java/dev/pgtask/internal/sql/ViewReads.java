@@ -48,6 +48,11 @@ public final class ViewReads {
     return read(c, "unrunnable", "ORDER BY tasks DESC, queue, kind");
   }
 
+  /** Every schedule ({@code pgtask.schedules}), by name. Locks: none. */
+  public static List<ViewRow> schedules(Connection c) throws SQLException {
+    return read(c, "schedules", "ORDER BY name");
+  }
+
   /** Paused queues, with or without tasks, by name. Locks: none. */
   public static List<ViewRow> pausedQueues(Connection c) throws SQLException {
     return read(c, "paused_queues", "ORDER BY queue");
