@@ -263,6 +263,21 @@ public final class Listener extends Service {
     if (!isRunning()) {
       return false;
     }
+    boolean pooled;
+    try {
+      pooled = dev.pgtask.internal.pooler.Poolers.probe(config.listenConnectionFactory()).sharesSessions();
+    } catch (Exception e) {
+      pooled = false;
+    }
+    if (!pooled) {
+      // a session of its own that hears nothing from the pool's database (another database or
+      // server?): say so, and listen there anyway, as configured
+      dsl.query("UNLISTEN " + channel).execute();
+      log.warn("pgtask worker {}: a NOTIFY sent through its pool did not arrive on its LISTEN connection within {} ms:"
+          + " do the pool and the listen connection reach the same database? Listening anyway; tasks start at the"
+          + " latest at the next poll ({})", config.workerId(), PROBE_WAIT_MILLIS, config.pollInterval());
+      return true;
+    }
     try {
       dsl.query("UNLISTEN *").execute();
     } catch (RuntimeException e) {
