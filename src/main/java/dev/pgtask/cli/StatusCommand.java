@@ -15,7 +15,10 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
-/** {@code pgtask status}: every queue's counts and lag ({@code pgtask.queue_summary}) and {@code pgtask.health}. */
+/**
+ * {@code pgtask status}: every queue's counts and lag ({@code pgtask.queue_summary}), {@code pgtask.health}
+ * and the maintenance leader ({@code pgtask.maintenance_leader}).
+ */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Queues (counts by state, tasks waiting for their tenant, lag) and what threatens the task table.")
 public final class StatusCommand implements Callable<Integer> {
@@ -36,11 +39,15 @@ public final class StatusCommand implements Callable<Integer> {
       Result<QueueSummaryRecord> queues = db.run(OpsQueries::selectQueueSummary);
       HealthRecord health = db.run(OpsQueries::selectHealth);
       Result<UnrunnableRecord> unrunnable = db.run(OpsQueries::selectUnrunnable);
+      var leader = db.run(OpsQueries::selectMaintenanceLeader);
       if (json) {
         ObjectNode o = Formats.JSON.createObjectNode();
         o.set("queues", Formats.json(queues));
         o.set("health", Formats.json(health));
         o.set("unrunnable", Formats.json(unrunnable));
+        if (leader != null) {
+          o.set("maintenance_leader", Formats.json(leader));
+        }
         Formats.printJson(out, o);
         return ExitCodes.OK;
       }
@@ -53,6 +60,7 @@ public final class StatusCommand implements Callable<Integer> {
       out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
       out.println();
       out.print(health(health));
+      out.println("  maintenance leader  " + leader(leader));
       if (!unrunnable.isEmpty()) {
         // what no live worker can run: shown only when there is some
         TextTable u = new TextTable("QUEUE", "KIND", "REASON", "TASKS", "OLDEST_DUE_FOR", "TENANTS", "WAITING_BEHIND");
@@ -91,6 +99,14 @@ public final class StatusCommand implements Callable<Integer> {
         + "  last vacuum         " + vacuum + "\n"
         + "  notification queue  " + notify + "\n"
         + unrunnable;
+  }
+
+  /** The holder of a live maintenance lease, its term and last renewal; or that none holds one. */
+  static String leader(dev.pgtask.internal.sql.gen.tables.records.MaintenanceLeaderRecord l) {
+    if (l == null || !Boolean.TRUE.equals(l.getLive())) {
+      return "none (no live lease: a worker takes it at its next heartbeat)";
+    }
+    return l.getWorker() + " (term " + l.getTerm() + ", renewed " + Formats.text(l.getRenewedAgo()) + " ago)";
   }
 
   private static String blankAsUnknown(String s) {
