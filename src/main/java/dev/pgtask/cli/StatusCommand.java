@@ -12,7 +12,10 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
-/** {@code pgtask status}: every queue's counts and lag ({@code pgtask.queue_summary}) and {@code pgtask.health}. */
+/**
+ * {@code pgtask status}: every queue's counts and lag ({@code pgtask.queue_summary}), {@code pgtask.health},
+ * the maintenance leader ({@code pgtask.maintenance_leader}), paused queues and the busiest tenants.
+ */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Queues (counts by state, tasks waiting for their tenant, lag) and what threatens the task table.")
 public final class StatusCommand implements Callable<Integer> {
@@ -39,6 +42,7 @@ public final class StatusCommand implements Callable<Integer> {
       List<ViewRow> unrunnable = db.read(ViewReads::unrunnable);
       List<ViewRow> paused = db.read(ViewReads::pausedQueues);
       List<ViewRow> load = db.read(c -> ViewReads.tenantLoad(c, TENANT_LOAD_ROWS));
+      ViewRow leader = db.read(ViewReads::maintenanceLeader);
       if (json) {
         Formats.printJson(out, g -> {
           g.writeStartObject();
@@ -52,6 +56,10 @@ public final class StatusCommand implements Callable<Integer> {
           Formats.write(g, paused);
           g.writeFieldName("tenant_load");
           Formats.write(g, load);
+          if (leader != null) {
+            g.writeFieldName("maintenance_leader");
+            Formats.write(g, leader);
+          }
           g.writeEndObject();
         });
         return ExitCodes.OK;
@@ -76,6 +84,7 @@ public final class StatusCommand implements Callable<Integer> {
       }
       out.println();
       out.print(health(health));
+      out.println("  maintenance leader  " + leader(leader));
       if (!unrunnable.isEmpty()) {
         // what no live worker can run: shown only when there is some
         TextTable u = new TextTable("QUEUE", "KIND", "REASON", "TASKS", "OLDEST_DUE_FOR", "TENANTS", "WAITING_BEHIND");
@@ -126,6 +135,14 @@ public final class StatusCommand implements Callable<Integer> {
         + "  last vacuum         " + vacuum + "\n"
         + "  notification queue  " + notify + "\n"
         + unrunnable;
+  }
+
+  /** The holder of a live maintenance lease, its term and last renewal; or that none holds one. */
+  static String leader(ViewRow l) {
+    if (l == null || !Boolean.TRUE.equals(l.get("live"))) {
+      return "none (no live lease: a worker takes it at its next heartbeat)";
+    }
+    return l.get("worker") + " (term " + l.get("term") + ", renewed " + Formats.text(l.get("renewed_ago")) + " ago)";
   }
 
   private static long count(ViewRow h, String column) {

@@ -222,6 +222,9 @@ class OpsCommandsTest {
       enqueue("--kind", "test.hold", "--tenant", "acme");
       assertThat(started.await(20, TimeUnit.SECONDS)).as("the task started").isTrue();
 
+      // the worker takes the maintenance lease at its first tick, at start
+      org.awaitility.Awaitility.await("ops-test-worker leads maintenance").atMost(java.time.Duration.ofSeconds(30))
+          .until(() -> cli("status").out().contains("maintenance leader  ops-test-worker (term "));
       CliRun status = cli("status");
       assertThat(status.exitCode()).as("stderr: %s", status.err()).isEqualTo(ExitCodes.OK);
       assertThat(status.out().lines().toList().get(0))
@@ -232,6 +235,7 @@ class OpsCommandsTest {
       assertThat(statusJson.get("queues").get(0).get("running").asInt()).isEqualTo(1);
       assertThat(statusJson.get("queues").get(0).get("lag").isNumber()).isTrue();
       assertThat(statusJson.get("health").get("task_table_bytes").asLong()).isPositive();
+      assertThat(statusJson.get("maintenance_leader").get("worker").asText()).isEqualTo("ops-test-worker");
 
       CliRun locks = cli("locks");
       assertThat(locks.exitCode()).as("stderr: %s", locks.err()).isEqualTo(ExitCodes.OK);

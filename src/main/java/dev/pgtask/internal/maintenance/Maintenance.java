@@ -102,6 +102,7 @@ public final class Maintenance extends Service {
     this.beatNanos = beat.toNanos();
     this.leaderLease = leaderLease(config);
     schedule(beat, this::tick);
+    passes.get(0).due = System.nanoTime(); // the first tick at start: a new cluster has a leader at once
     schedule(pruneInterval(config), () -> {
       if (leads()) {
         leaderPrunePass();

@@ -36,6 +36,11 @@ public final class OpsQueries {
     return dsl.selectFrom(dev.pgtask.internal.sql.gen.Tables.HEALTH).fetchOne();
   }
 
+  /** The maintenance lease's holder ({@code pgtask.maintenance_leader}, one row). Locks: none. */
+  public static dev.pgtask.internal.sql.gen.tables.records.MaintenanceLeaderRecord selectMaintenanceLeader(DSLContext dsl) {
+    return dsl.selectFrom(dev.pgtask.internal.sql.gen.Tables.MAINTENANCE_LEADER).fetchOne();
+  }
+
   /** What no live worker can run ({@code pgtask.unrunnable}), most tasks first. Locks: none. */
   public static Result<dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord> selectUnrunnable(DSLContext dsl) {
     var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;

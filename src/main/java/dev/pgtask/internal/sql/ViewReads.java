@@ -53,6 +53,12 @@ public final class ViewReads {
     return read(c, "schedules", "ORDER BY name");
   }
 
+  /** The maintenance lease's row ({@code pgtask.maintenance_leader}), or null when none was ever taken. Locks: none. */
+  public static ViewRow maintenanceLeader(Connection c) throws SQLException {
+    List<ViewRow> rows = read(c, "maintenance_leader", "");
+    return rows.isEmpty() ? null : rows.get(0);
+  }
+
   /** Paused queues, with or without tasks, by name. Locks: none. */
   public static List<ViewRow> pausedQueues(Connection c) throws SQLException {
     return read(c, "paused_queues", "ORDER BY queue");
