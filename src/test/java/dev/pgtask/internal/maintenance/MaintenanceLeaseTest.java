@@ -31,7 +31,7 @@ class MaintenanceLeaseTest {
   private Maintenance maintenance(String workerId, Duration rescueInterval) {
     PgTaskWorker w = PgTaskWorker.builder(queue.pool()).workerId(workerId).concurrency(1)
         .rescueInterval(rescueInterval).handler("test.task", (c, p) -> { }).build();
-    return new Maintenance(w.config().withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
+    return new Maintenance(dev.pgtask.internal.WorkerAccess.config(w).withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
         new WorkerStats(), () -> { }, () -> { });
   }
 
