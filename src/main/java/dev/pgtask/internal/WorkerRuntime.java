@@ -73,8 +73,15 @@ public final class WorkerRuntime {
       started = true;
       register();
       executor.startAll();
+      Thread capacityCheck = dev.pgtask.internal.pooler.Poolers.warnWhenShort(config.dataSource(), config.concurrency(),
+          config.workerId());
       listener.start();
       awaitListening();
+      try {
+        capacityCheck.join(dev.pgtask.internal.pooler.Poolers.CAPACITY_WAIT_MILLIS * 2);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       producer.start();
       // also before the listener has connected: a cancellation it could not hear then is read
       // from pgtask.cancel_request when it does
@@ -83,7 +90,6 @@ public final class WorkerRuntime {
       if (runScheduler) {
         scheduler.start();
       }
-      dev.pgtask.internal.pooler.Poolers.warnWhenShort(config.dataSource(), config.concurrency(), config.workerId());
       log.info("pgtask worker {} started: queues {}, concurrency {}, kinds {}", config.workerId(),
           config.queues(), config.concurrency(), config.kinds());
     }

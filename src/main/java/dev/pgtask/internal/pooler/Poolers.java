@@ -133,7 +133,7 @@ public final class Poolers {
   }
 
   /** How long each of the capacity check's connections may wait for a server session. */
-  static final int CAPACITY_WAIT_MILLIS = 5_000;
+  public static final int CAPACITY_WAIT_MILLIS = 5_000;
 
   /**
    * Whether {@code dataSource} can give {@code needed} connections at once, each answering a
@@ -207,10 +207,13 @@ public final class Poolers {
   }
 
   /**
-   * Checks {@link #connectionsAvailable} on a background thread after a worker started, and warns
-   * once, with the numbers and what to change, when its pool cannot give what it needs.
+   * Checks {@link #connectionsAvailable} on a thread of its own, and warns once, with the numbers
+   * and what to change, when the pool cannot give what the worker needs. The worker starts it before
+   * its listener and waits for it (bounded) before its first claim: the connections the check holds
+   * for a moment must not be ones that claimed tasks wait for (a check running beside the first
+   * claims kept a worker of concurrency 30 from ever running its 30 tasks at once).
    */
-  public static void warnWhenShort(javax.sql.DataSource dataSource, int concurrency, String workerId) {
+  public static Thread warnWhenShort(javax.sql.DataSource dataSource, int concurrency, String workerId) {
     int needed = concurrency + 1;
     Thread t = new Thread(() -> {
       int available = connectionsAvailable(dataSource, needed);
@@ -226,5 +229,6 @@ public final class Poolers {
     }, "pgtask-capacity-" + workerId);
     t.setDaemon(true);
     t.start();
+    return t;
   }
 }

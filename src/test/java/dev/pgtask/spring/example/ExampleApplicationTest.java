@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.pgtask.testing.EnqueuedTasks;
 import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.TestDatabase;
 import java.net.URI;
@@ -15,6 +16,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.builder.SpringApplicationBuilder;
+import javax.sql.DataSource;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -48,6 +50,9 @@ class ExampleApplicationTest {
   @Test
   void aPlacedOrderIsConfirmedByTheHandlerBean() throws Exception {
     long orderId = app.getBean(OrderService.class).placeOrder("ada@example.com", 1200);
+    // the order's task, enqueued in the order's transaction (dev.pgtask.testing, as a user's test would)
+    EnqueuedTasks.in(app.getBean(DataSource.class)).ofKind("order.confirmation")
+        .withPayload(SendConfirmation.class, p -> p.orderId() == orderId).assertSingle();
     await().atMost(Duration.ofSeconds(30)).until(() ->
         sql.count("SELECT count(*) FROM confirmations WHERE order_id = " + orderId) == 1);
     assertThat(sql.text("SELECT recipient FROM confirmations WHERE order_id = " + orderId)).isEqualTo("ada@example.com");
@@ -58,9 +63,11 @@ class ExampleApplicationTest {
   @Test
   void aFailedOrderLeavesNeitherTheOrderNorItsTask() throws Exception {
     long tasksBefore = sql.count("SELECT count(*) FROM pgtask.tasks");
+    int confirmationsBefore = EnqueuedTasks.in(app.getBean(DataSource.class)).ofKind("order.confirmation").count();
     assertThatThrownBy(() -> app.getBean(OrderService.class).placeOrder("bob@example.com", 0))
         .isInstanceOf(IllegalArgumentException.class);
     assertThat(sql.count("SELECT count(*) FROM orders WHERE customer = 'bob@example.com'")).isZero();
+    EnqueuedTasks.in(app.getBean(DataSource.class)).ofKind("order.confirmation").assertCount(confirmationsBefore);
     assertThat(sql.count("SELECT count(*) FROM pgtask.tasks")).isEqualTo(tasksBefore);
   }
 
