@@ -337,9 +337,10 @@ AS $$
              FILTER (WHERE r.finished OR r.run_s > coalesce(f.run_s, 0)) AS p95_run_s,
            count(*) FILTER (WHERE r.due) AS backlog,
            -- minutes since the tenant's first task in the window, within [p_min_span, the window]
-           greatest(extract(epoch FROM p_min_span),
-                    least(extract(epoch FROM p_window),
-                          extract(epoch FROM w.clock - greatest(w.since, min(r.created_at))))) / 60.0 AS minutes
+           -- (numeric: extract() returns double precision before PostgreSQL 14, and round(x, n) takes numeric)
+           (greatest(extract(epoch FROM p_min_span),
+                     least(extract(epoch FROM p_window),
+                           extract(epoch FROM w.clock - greatest(w.since, min(r.created_at))))) / 60.0)::numeric AS minutes
     FROM rows r
     CROSS JOIN w
     JOIN finished_mean f ON f.tenant_id = r.tenant_id
