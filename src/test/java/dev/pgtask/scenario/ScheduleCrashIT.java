@@ -36,7 +36,7 @@ class ScheduleCrashIT {
   /** Waits until the database clock is just before a whole second (a fire time of "* * * * * *"). */
   static void awaitJustBeforeAFire() {
     await().atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(5))
-        .until(() -> Double.parseDouble(sql.text("SELECT extract(epoch FROM clock_timestamp()) % 1")) > 0.97);
+        .until(() -> Double.parseDouble(sql.text("SELECT extract(epoch FROM clock_timestamp())::numeric % 1")) > 0.97);
   }
 
   long tasks() throws Exception {

@@ -70,7 +70,7 @@ class ScheduleServerRestartIT {
 
       // just before a whole second, a fire time of "* * * * * *"
       await().atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(5))
-          .until(() -> Double.parseDouble(sql.text("SELECT extract(epoch FROM clock_timestamp()) % 1")) > 0.97);
+          .until(() -> Double.parseDouble(sql.text("SELECT extract(epoch FROM clock_timestamp())::numeric % 1")) > 0.97);
       own.restart();
       await("server back").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
           .until(() -> sql.count("SELECT 1") == 1);

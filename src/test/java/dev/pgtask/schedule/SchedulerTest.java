@@ -91,8 +91,9 @@ class SchedulerTest {
   void betweenFiresTheSchedulerQueriesNothing() throws SQLException {
     PgTaskWorker w = start(worker().schedule(Schedule.of("hourly", "@hourly", "tick")));
     Scheduler scheduler = dev.pgtask.internal.WorkerAccess.runtime(w).scheduler();
-    // the pass at start, and the read that the listener's first LISTEN asks for (it may connect later)
-    await().atMost(Duration.ofSeconds(20)).until(() -> scheduler.passes() >= 1 && scheduler.reads() >= 1);
+    // the pass at start, and the read that the listener's first LISTEN asks for (it may connect later,
+    // after its check that its own NOTIFY reaches it)
+    await().atMost(Duration.ofSeconds(20)).until(() -> w.listening() && scheduler.passes() >= 1 && scheduler.reads() >= 1);
     long[] before = {scheduler.passes(), scheduler.reads()};
     await("6 s without a query").during(Duration.ofSeconds(6)).atMost(Duration.ofSeconds(8))
         .until(() -> scheduler.passes() == before[0] && scheduler.reads() == before[1]);
