@@ -14,7 +14,8 @@ import org.springframework.context.annotation.Configuration;
 /**
  * An application with its own Flyway keeps its history table and locations; pgtask's migrations
  * have theirs. Needs the Flyway version Boot 3.5 manages (its Flyway auto-configuration does not run
- * on Flyway 12 or later): run with -Pspring-boot-versions.
+ * on Flyway 12 or later): it runs in the build's spring-boot-managed-versions test run, on the
+ * versions Boot manages (or with -Pspring-boot-versions).
  */
 @Tag("spring-boot-versions")
 class ApplicationOwnFlywayTest {
