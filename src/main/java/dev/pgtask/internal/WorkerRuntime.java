@@ -123,26 +123,33 @@ public final class WorkerRuntime {
       }
       stopped = true;
       log.info("pgtask worker {} stopping: {} task(s) in flight", config.workerId(), executor.inFlight());
-      localWakeRegistration.run();
-      scheduler.stop(Duration.ofSeconds(5));
-      // one deadline for the whole stop: a claim stuck in flight (its tasks are put back when it
-      // returns) must not add to the time running tasks get to finish
+      // one deadline for the whole stop (shutdownTimeout): a claim stuck in flight (its tasks are put
+      // back when it returns) or a starved pool must not add to it
       long deadline = System.nanoTime() + config.shutdownTimeout().toNanos();
-      if (!producer.stop(config.shutdownTimeout())) {
+      localWakeRegistration.run();
+      scheduler.stop(upTo(Duration.ofSeconds(5), deadline));
+      if (!producer.stop(upTo(config.shutdownTimeout(), deadline))) {
         log.warn("pgtask worker {}: a claim is still in flight; its tasks are put back when it returns",
             config.workerId());
       }
-      listener.stop(Duration.ofSeconds(1));
-      maintenance.stop(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+      listener.stop(upTo(Duration.ofSeconds(1), deadline));
+      maintenance.stop(upTo(config.shutdownTimeout(), deadline));
+      // returns within what is left plus its allowance, the registry's row within the allowance's last part
       executor.shutdown(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
-      deregister(Math.max(TimeUnit.SECONDS.toNanos(1), deadline - System.nanoTime()));
+      deregister(Math.max(TimeUnit.MILLISECONDS.toNanos(100),
+          deadline + Executor.STOP_ALLOWANCE.toNanos() - System.nanoTime()));
       log.info("pgtask worker {} stopped", config.workerId());
     }
   }
 
+  /** {@code max}, or what is left until {@code deadline} when that is less (never negative). */
+  private static Duration upTo(Duration max, long deadline) {
+    return Duration.ofNanos(Math.max(0, Math.min(max.toNanos(), deadline - System.nanoTime())));
+  }
+
   /**
-   * Removes this worker's row, waiting at most {@code nanos} (the shutdown's remaining time, at
-   * least 1 s): a starved pool (a session pooler out of server sessions) must not keep the worker
+   * Removes this worker's row, waiting at most {@code nanos} (what is left of the shutdown timeout
+   * and its allowance, at least 100 ms): a starved pool (a session pooler out of server sessions) must not keep the worker
    * from stopping; the row then expires by itself.
    */
   private void deregister(long nanos) {

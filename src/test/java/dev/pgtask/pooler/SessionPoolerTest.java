@@ -140,7 +140,9 @@ class SessionPoolerTest {
       long started = System.nanoTime();
       worker.close();
       Duration took = Duration.ofNanos(System.nanoTime() - started);
-      assertThat(took).as("close() with a 3 s shutdown timeout").isLessThan(Duration.ofSeconds(12));
+      System.out.println("close() behind a full session pooler took " + took.toMillis() + " ms");
+      // the 3 s, then at most the 5-s stop allowance: the connection waiting for a session is aborted
+      assertThat(took).as("close() with a 3 s shutdown timeout").isLessThan(Duration.ofSeconds(3 + 5).plusMillis(500));
     }
   }
 }

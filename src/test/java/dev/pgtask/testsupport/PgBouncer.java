@@ -226,6 +226,33 @@ public final class PgBouncer implements AutoCloseable {
     }
   }
 
+  /**
+   * Stops the PgBouncer process (SIGSTOP): its sockets stay open and nothing on them is answered,
+   * as when the network to the database hangs. {@link #thaw()} resumes it.
+   */
+  public void freeze() {
+    signal("STOP");
+  }
+
+  /** Resumes a frozen PgBouncer (SIGCONT). */
+  public void thaw() {
+    signal("CONT");
+  }
+
+  private void signal(String name) {
+    try {
+      Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+      if (kill.waitFor() != 0) {
+        throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
+      }
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** PgBouncer's log, for failure messages. */
   public String log() {
     StringBuilder s = new StringBuilder();
@@ -241,6 +268,7 @@ public final class PgBouncer implements AutoCloseable {
 
   @Override
   public void close() {
+    thaw();
     process.destroy();
     try {
       if (!process.waitFor(10, TimeUnit.SECONDS)) {

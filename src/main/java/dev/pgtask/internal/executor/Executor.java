@@ -66,6 +66,8 @@ public final class Executor extends Service {
   final OutcomeWriter writer;
   final Completer completer;
   private final LeaseKeeper keeper;
+  /** The executor threads' state, for the shutdown's last resort ({@link #abortTransactions}). */
+  private final Set<Worker> workers = ConcurrentHashMap.newKeySet();
   final ScheduledThreadPoolExecutor watchdog;
   private final int capacity;
   private final int batchCapacity;
@@ -395,32 +397,98 @@ public final class Executor extends Service {
   // ---- shutdown ----
 
   /**
+   * How long a stop may take beyond the shutdown timeout: interrupted tasks roll back and are put
+   * back within it, or have their connections aborted.
+   */
+  public static final Duration STOP_ALLOWANCE = Duration.ofSeconds(5);
+
+  /**
    * Graceful stop: tasks not yet started are released at once; running tasks get until
-   * {@code grace} to finish, then are interrupted, rolled back and released. Then whatever this
-   * worker's claims left in the database without a holder is put back.
+   * {@code grace} to finish, then are interrupted and their statements cancelled. A task
+   * transaction whose thread has not let go halfway through {@link #STOP_ALLOWANCE} has its
+   * connection aborted (the server rolls it back and drops its locks; a thread blocked in a socket
+   * read, e.g. waiting for a session pooler's server session, is freed). Then whatever this
+   * worker's claims left without a holder is put back, in what is left of the allowance; what
+   * cannot be put back in time is rescued once this worker's row is gone or expired. Returns
+   * within {@code grace} plus the allowance.
    */
   public void shutdown(Duration grace) {
     stopping = true;
     long deadline = System.nanoTime() + grace.toNanos();
+    long end = deadline + STOP_ALLOWANCE.toNanos();
     try {
       if (!awaitThreads(deadline)) {
+        // each on a thread of its own: a stop request cancels the running statement, and a cancel
+        // request to a server that does not answer waits (pgjdbc's cancelSignalTimeout, 10 s)
         for (LocalTask t : held.values()) {
-          t.requestStop(LocalTask.Stop.SHUTDOWN);
+          Thread stopper = new Thread(() -> t.requestStop(LocalTask.Stop.SHUTDOWN), "pgtask-stop-" + t.id());
+          stopper.setDaemon(true);
+          stopper.start();
         }
-        if (!awaitThreads(System.nanoTime() + TimeUnit.SECONDS.toNanos(10))) {
-          log.warn("pgtask: {} task(s) ignored interruption at shutdown; their transactions end with the process",
-              runningTaskIds().size());
+        if (!awaitThreads(deadline + STOP_ALLOWANCE.toNanos() / 2)) {
+          int aborted = abortTransactions();
+          if (!awaitThreads(deadline + STOP_ALLOWANCE.toNanos() * 3 / 4)) {
+            log.warn("pgtask: {} task(s) still held at shutdown after their interruption ({} task connection(s) "
+                + "aborted: the server rolls those back); the database does not answer or a handler ignores "
+                + "interruption; what is left ends with the process", runningTaskIds().size(), aborted);
+          } else if (aborted > 0) {
+            log.warn("pgtask: aborted the connections of {} task transaction(s) that did not end after their "
+                + "interruption at shutdown; the server rolls them back", aborted);
+          }
         }
       }
     } finally {
       closed = true;
       stop(Duration.ZERO);
-      keeper.stop(Duration.ofSeconds(5));
-      completer.stop(Duration.ofSeconds(10));
-      completer.flushRemaining();
+      keeper.stop(upTo(Duration.ofSeconds(5), end));
+      completer.stop(upTo(Duration.ofSeconds(10), end));
       watchdog.shutdownNow();
-      releaseOrphans();
+      // both need a connection from the pool, which may have none to give: each waits at most what is left
+      bounded("pgtask-flush-" + config.workerId(), completer::flushRemaining, end,
+          "writing the outcomes of finished plain tasks");
+      bounded("pgtask-release-" + config.workerId(), this::releaseOrphans, end,
+          "putting back the tasks this worker no longer holds");
     }
+  }
+
+  /** {@code max}, or what is left until {@code deadline} when that is less (at least 100 ms). */
+  private static Duration upTo(Duration max, long deadline) {
+    long left = Math.max(TimeUnit.MILLISECONDS.toNanos(100), deadline - System.nanoTime());
+    return Duration.ofNanos(Math.min(max.toNanos(), left));
+  }
+
+  /** Runs {@code step} on a daemon thread and waits for it until {@code deadline} (at least 100 ms). */
+  private void bounded(String thread, Runnable step, long deadline, String what) {
+    java.util.concurrent.CompletableFuture<Void> done = java.util.concurrent.CompletableFuture.runAsync(step, r -> {
+      Thread t = new Thread(r, thread);
+      t.setDaemon(true);
+      t.start();
+    });
+    try {
+      done.get(Math.max(TimeUnit.MILLISECONDS.toNanos(100), deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      log.warn("pgtask: {} did not finish within the shutdown timeout (no connection from the pool?); the tasks "
+          + "concerned are rescued once this worker's row is gone", what);
+    } catch (java.util.concurrent.ExecutionException e) {
+      log.warn("pgtask: {} failed at shutdown", what, e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * Aborts the connection of every open task transaction (JDBC {@code Connection.abort}: the socket is
+   * closed at once, without waiting for the thread that uses it). Returns how many.
+   */
+  private int abortTransactions() {
+    int n = 0;
+    for (Worker w : workers) {
+      TaskTransaction tx = w.tx;
+      if (tx != null && tx.abort()) {
+        n++;
+      }
+    }
+    return n;
   }
 
   private void releaseOrphans() {
@@ -465,7 +533,8 @@ public final class Executor extends Service {
 
   /** What one executor thread works on: its open transaction, and tasks to run alone. */
   final class Worker {
-    TaskTransaction tx;
+    /** Written by its thread; read by {@link #abortTransactions} at shutdown. */
+    volatile TaskTransaction tx;
     /** Tasks of a failed commit batch: each runs again in a transaction of its own. */
     final ArrayDeque<LocalTask> alone = new ArrayDeque<>();
   }
@@ -473,6 +542,15 @@ public final class Executor extends Service {
   @Override
   protected void run(int index) {
     Worker w = new Worker();
+    workers.add(w);
+    try {
+      loop(w);
+    } finally {
+      workers.remove(w);
+    }
+  }
+
+  private void loop(Worker w) {
     while (true) {
       LocalTask t;
       boolean runAlone = false;

@@ -84,6 +84,22 @@ final class TaskTransaction {
     return tx;
   }
 
+  /**
+   * Closes its connection's socket at once, whatever thread is using it (shutdown's last resort):
+   * the server rolls the transaction back and drops its locks. Returns false when it was already closed.
+   */
+  boolean abort() {
+    try {
+      if (pg.isClosed()) {
+        return false;
+      }
+      pg.abort(Runnable::run);
+      return true;
+    } catch (SQLException | RuntimeException e) {
+      return false;
+    }
+  }
+
   /** How many tasks ride on it (run, locked ahead or recorded). */
   int size() {
     return completed.size() + recorded.size() + pending.size();
