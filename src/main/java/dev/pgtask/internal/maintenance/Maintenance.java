@@ -30,6 +30,11 @@ import org.slf4j.LoggerFactory;
  * the lease row stays locked by that transaction until the pass ends, so no other worker takes the
  * lease in the middle of one.
  *
+ * <p>While the worker's listener listens, the tick runs on the listener's own session instead
+ * ({@link #sessionTick()}), in the transaction of the listener's round that also carries the poll:
+ * an idle worker's heartbeat costs no transaction of its own, no pool check and no ping. The
+ * maintenance thread ticks on the pool whenever those ticks stop.
+ *
  * <p>The leader's passes, each in its own short transaction with server-side timeouts:
  * <ul>
  *   <li>the rescue round (every rescue interval, at once when it becomes leader, in the tick's
@@ -44,9 +49,9 @@ import org.slf4j.LoggerFactory;
  *       or too slow;</li>
  *   <li>retention (every 30 s, or every half of a shorter retention when that is less): finished
  *       tasks past their retention are deleted in batches, and stale worker rows;</li>
- *   <li>unhandled kinds (every 30 s): due tasks whose kind no live worker of their queue handles are
- *       logged as a WARN naming queue, kind and count, at most once every 5 minutes per queue and
- *       kind.</li>
+ *   <li>unhandled kinds (every 30 s, in the transaction of the retention's first batch): due tasks
+ *       whose kind no live worker of their queue handles are logged as a WARN naming queue, kind and
+ *       count, at most once every 5 minutes per queue and kind.</li>
  * </ul>
  * The public pass methods run a pass at once on any worker, leader or not (tests, operations):
  * each kind of pass is then kept to one at a time in the cluster by its transaction-level advisory
@@ -347,7 +352,7 @@ public final class Maintenance extends Service {
    * beat, and at most a poll interval) in a round that the listener sends anyway for the poll, so
    * that an idle worker's heartbeat rides on its poll. What needs the pool (registering again, the
    * rescue round of a worker that has just taken the lease, the vacuum) goes to the maintenance
-   * thread. While these ticks come (the last one less than one and a half beats ago), the
+   * thread. While these ticks come (the last one less than a beat and a quarter ago), the
    * maintenance thread ticks no more; when they stop (the listener lost its connection, or never
    * heard a notification and stopped), it ticks on the pool again.
    */
@@ -404,10 +409,15 @@ public final class Maintenance extends Service {
     };
   }
 
-  /** Whether the listener's session ticked less than one and a half beats ago (see {@link #sessionTick()}). */
+  /**
+   * Whether the listener's session ticked less than a beat and a quarter ago (see
+   * {@link #sessionTick()}): its ticks come at least once a beat. When they stop, the maintenance
+   * thread's next tick runs within two and a quarter beats of the last one, inside the leader's
+   * lease of three.
+   */
   private boolean tickedOnSession() {
     long last = lastSessionTick;
-    return last != 0 && System.nanoTime() - last < beatNanos * 3 / 2;
+    return last != 0 && System.nanoTime() - last < beatNanos * 5 / 4;
   }
 
   /** Runs {@code r} on the maintenance thread, before its next pass. */

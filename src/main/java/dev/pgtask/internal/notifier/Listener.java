@@ -25,9 +25,14 @@ import org.slf4j.LoggerFactory;
  * polls), name the session ({@code application_name = "pgtask listen <worker>"}),
  * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then run the on-listening callback (the
  * worker reads the cancel requests made while it was not listening) and wake the producer once
- * (anything sent while disconnected is lost, so poll). Wait for notifications in slices of the
- * ping interval; after each quiet slice send {@code SELECT 1}: a network timeout on the connection bounds it, so a
- * half-open socket is detected instead of blocking forever. Any failure closes the connection and
+ * (anything sent while disconnected is lost, so poll). Wait for notifications until the next
+ * {@link SessionWork} is due (the worker's poll and its tick, registered with
+ * {@link #sessionWork}), then run every work that is due, or may run a little early, in one
+ * transaction: a round. An idle worker's poll and heartbeat cost the server one transaction per
+ * round, on a session that no pool checks before use. A statement proves the session alive: only
+ * after a ping interval without any statement or notification send {@code SELECT 1}. A network
+ * timeout on the connection bounds every statement, so a half-open socket is detected instead of
+ * blocking forever. Any failure of the connection closes it and
  * reconnects with exponential backoff (100 ms to 5 s, jittered). Notifications on {@code pgtask}
  * carry a queue name: those of this worker's queues wake the producer; or a queue name and a delay
  * in milliseconds ({@code <queue> <ms>}, a task enqueued or handed on for later): those set the

@@ -43,6 +43,8 @@ public final class Producer extends Service {
   private final Semaphore wakeups = new Semaphore(0);
   // System.nanoTime() of the next poll on the listener's session (see sessionPoll())
   private volatile long sessionPollDue;
+  // System.currentTimeMillis() when the last poll on the listener's session committed (0: none)
+  private volatile long sessionPollMillis;
   private volatile java.util.function.BooleanSupplier listening = () -> false;
   private final List<String> kinds;
   // a claim into an idle worker starts its head's transaction in the same round trip
@@ -173,6 +175,7 @@ public final class Producer extends Service {
         sessionPollDue = now + jitteredPollNanos();
         boolean found = IdleQueries.claimable(tx, config.queues(), kinds);
         return () -> {
+          sessionPollMillis = System.currentTimeMillis();
           executor.requestCheck();
           if (found) {
             wake();
@@ -201,6 +204,12 @@ public final class Producer extends Service {
       if (!listening.getAsBoolean()
           || System.nanoTime() - sessionPollDue >= config.pollInterval().toNanos() / 2) {
         return false;
+      }
+      // the session's poll counts as this loop's claim (lastClaimAt) only while the loop comes
+      // here, waiting: a claim loop stuck in a claim shows in lastClaimAt however the session polls
+      long polled = sessionPollMillis;
+      if (polled > stats.lastClaimMillis.get()) {
+        stats.lastClaimMillis.set(polled);
       }
     }
     return true;
