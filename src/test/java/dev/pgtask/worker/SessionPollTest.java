@@ -44,8 +44,10 @@ class SessionPollTest {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM pgtask.cancel_request");
     started = new CountDownLatch(1);
     release = new CountDownLatch(1);
+    // a long lease: the lease keeper's own check of the held tasks (every third of it) comes too late
+    // to stand in for the poll's
     worker = PgTaskWorker.builder(queue.pool()).concurrency(2).queues("sp").pollInterval(POLL)
-        .shutdownTimeout(Duration.ofSeconds(1))
+        .leaseDuration(Duration.ofSeconds(60)).shutdownTimeout(Duration.ofSeconds(1))
         .handler("sp.run", JsonNode.class, (ctx, p) -> {
           started.countDown();
           if (p.has("hold")) {
@@ -68,13 +70,18 @@ class SessionPollTest {
     Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
-  /** Enqueues in a transaction whose triggers do not fire: no notification is sent for this task. */
-  private long enqueueUnnotified(String payload) throws Exception {
+  /**
+   * Enqueues a task due in 2 s in a transaction whose triggers do not fire: no notification is sent
+   * for it (neither "due now" nor "due in 2 s"), and the claims the worker made at start are over
+   * before it is due.
+   */
+  private long enqueueUnnotifiedDueSoon(String payload) throws Exception {
     try (Connection c = queue.database().connect(); Statement st = c.createStatement()) {
       c.setAutoCommit(false);
       st.execute("SET LOCAL session_replication_role = replica");
       long id;
-      try (var rs = st.executeQuery("SELECT pgtask.enqueue('sp.run', '" + payload + "'::jsonb, queue := 'sp')")) {
+      try (var rs = st.executeQuery("SELECT pgtask.enqueue('sp.run', '" + payload
+          + "'::jsonb, queue := 'sp', run_at := now() + interval '2 seconds')")) {
         rs.next();
         id = rs.getLong(1);
       }
@@ -86,8 +93,9 @@ class SessionPollTest {
   @Test
   void aTaskWhoseNotificationWasLostStartsAtTheNextPollWhileTheWorkerListens() throws Exception {
     long claimsBefore = worker.stats().claimQueries();
-    long id = enqueueUnnotified("{}");
-    assertThat(started.await(10, TimeUnit.SECONDS)).as("the unnotified task started").isTrue();
+    long id = enqueueUnnotifiedDueSoon("{}");
+    assertThat(started.await(7, TimeUnit.SECONDS)).as("the unnotified task started at a poll (every "
+        + POLL.toMillis() + " ms)").isTrue();
     await().atMost(Duration.ofSeconds(10))
         .until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id)));
     assertThat(worker.listening()).as("the listener listened all along").isTrue();
@@ -103,7 +111,7 @@ class SessionPollTest {
     assertThat(started.await(10, TimeUnit.SECONDS)).as("handler started").isTrue();
     // the request as pgtask.cancel_task writes it down, without its notification
     queue.sql().exec("INSERT INTO pgtask.cancel_request (task_id, attempt) VALUES (" + id + ", 1)");
-    await().atMost(Duration.ofSeconds(10))
+    await("the cancellation, read at a poll (every " + POLL.toMillis() + " ms)").atMost(Duration.ofSeconds(5))
         .until(() -> "cancelled".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id)));
     assertThat(interrupted.get()).as("handler interrupted").isTrue();
     assertThat(worker.listening()).as("the listener listened all along").isTrue();
