@@ -216,8 +216,10 @@ public final class PgTaskWorker implements AutoCloseable {
   }
 
   /**
-   * When this worker's last claim statement returned (whether it found tasks or not), or
-   * {@code null} before the first. A worker claims at least once per poll interval.
+   * When this worker's last claim statement returned (whether it found tasks or not), or its last
+   * poll on the LISTEN connection (a read of whether a claim would find a task, counted while the
+   * claim loop waits for work), or {@code null} before the first. A worker claims or polls at least
+   * once per poll interval.
    */
   public java.time.Instant lastClaimAt() {
     WorkerRuntime r = runtime;
@@ -329,7 +331,12 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
-    /** Polling interval when no notification arrives (default 5 s; jittered by up to 10%). */
+    /**
+     * Polling interval when no notification arrives (default 5 s; jittered by up to 10%). While
+     * the LISTEN connection listens, the poll runs there (a read of whether a claim would find
+     * anything, with the heartbeat when it is due: one transaction); otherwise it is a claim
+     * through the pool.
+     */
     public Builder pollInterval(Duration pollInterval) {
       this.pollInterval = pollInterval;
       return this;
@@ -372,7 +379,11 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
-    /** Health-check interval of the LISTEN connection (default 10 s). */
+    /**
+     * Health-check interval of the LISTEN connection (default 10 s): it sends {@code SELECT 1} when
+     * this long passed without a statement or a notification on it. The worker's poll and its tick
+     * run on that connection while it listens, so with the default poll interval no ping is sent.
+     */
     public Builder listenerPingInterval(Duration interval) {
       this.listenerPingInterval = interval;
       return this;

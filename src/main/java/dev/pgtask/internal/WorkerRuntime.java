@@ -63,6 +63,10 @@ public final class WorkerRuntime {
     executor.onDueIn(producer::dueIn);
     listener.onDue(producer::dueIn);
     this.maintenance = new Maintenance(config, stats, producer::wake, this::register);
+    // an idle worker's poll and tick run on the listener's session while it listens
+    listener.sessionWork(producer.sessionPoll());
+    listener.sessionWork(maintenance.sessionTick());
+    producer.listening(() -> listener.listeningSince() != 0);
   }
 
   public void start() {

@@ -30,6 +30,11 @@ import org.slf4j.LoggerFactory;
  * the lease row stays locked by that transaction until the pass ends, so no other worker takes the
  * lease in the middle of one.
  *
+ * <p>While the worker's listener listens, the tick runs on the listener's own session instead
+ * ({@link #sessionTick()}), in the transaction of the listener's round that also carries the poll:
+ * an idle worker's heartbeat costs no transaction of its own, no pool check and no ping. The
+ * maintenance thread ticks on the pool whenever those ticks stop.
+ *
  * <p>The leader's passes, each in its own short transaction with server-side timeouts:
  * <ul>
  *   <li>the rescue round (every rescue interval, at once when it becomes leader, in the tick's
@@ -44,9 +49,9 @@ import org.slf4j.LoggerFactory;
  *       or too slow;</li>
  *   <li>retention (every 30 s, or every half of a shorter retention when that is less): finished
  *       tasks past their retention are deleted in batches, and stale worker rows;</li>
- *   <li>unhandled kinds (every 30 s): due tasks whose kind no live worker of their queue handles are
- *       logged as a WARN naming queue, kind and count, at most once every 5 minutes per queue and
- *       kind.</li>
+ *   <li>unhandled kinds (every 30 s, in the transaction of the retention's first batch): due tasks
+ *       whose kind no live worker of their queue handles are logged as a WARN naming queue, kind and
+ *       count, at most once every 5 minutes per queue and kind.</li>
  * </ul>
  * The public pass methods run a pass at once on any worker, leader or not (tests, operations):
  * each kind of pass is then kept to one at a time in the cluster by its transaction-level advisory
@@ -80,11 +85,18 @@ public final class Maintenance extends Service {
   private final Duration leaderLease;
   // the term of the lease this worker holds, or null; written by the maintenance thread
   private volatile Long term;
-  // System.nanoTime() of the last rescue round; the maintenance thread's own
-  private long lastRescueRound;
+  // System.nanoTime() of the last rescue round; written by the maintenance thread and the listener's
+  private volatile long lastRescueRound;
+  // System.nanoTime() of the last tick on the listener's session (0: none yet), and when the next is due
+  private volatile long lastSessionTick;
+  private volatile long sessionTickDue;
+  // what the listener's session hands to the maintenance thread (it needs the pool)
+  private final java.util.concurrent.ConcurrentLinkedQueue<Runnable> handOffs = new java.util.concurrent.ConcurrentLinkedQueue<>();
   // the passes and when each is due next (System.nanoTime()); the maintenance thread's own
   private final List<Pass> passes = new ArrayList<>();
   private final Object sleeper = new Object();
+  // System.nanoTime() of the leader's last unhandled-kinds check (0: none yet); the maintenance thread's own
+  private long lastUnhandledCheck;
   // "queue kind" -> System.nanoTime() of the last warning; written and read by the maintenance thread only
   private final java.util.Map<String, Long> unhandledWarnedAt = new java.util.HashMap<>();
 
@@ -103,14 +115,10 @@ public final class Maintenance extends Service {
     this.leaderLease = leaderLease(config);
     schedule(beat, this::tick);
     passes.get(0).due = System.nanoTime(); // the first tick at start: a new cluster has a leader at once
+    sessionTickDue = System.nanoTime() + beatNanos / 2; // then on the listener's session, before the next
     schedule(pruneInterval(config), () -> {
       if (leads()) {
         leaderPrunePass();
-      }
-    });
-    schedule(UNHANDLED_CHECK_INTERVAL, () -> {
-      if (leads()) {
-        leaderUnhandledKindsPass();
       }
     });
     if (config.metrics() != dev.pgtask.PgTaskMetrics.NOOP) {
@@ -135,6 +143,14 @@ public final class Maintenance extends Service {
   @Override
   protected void run(int index) {
     while (isRunning()) {
+      Runnable handedOff;
+      while ((handedOff = handOffs.poll()) != null && isRunning()) {
+        try {
+          handedOff.run();
+        } catch (RuntimeException e) {
+          log.warn("pgtask: maintenance pass failed: {}", e.getMessage());
+        }
+      }
       Pass next = passes.get(0);
       for (Pass p : passes) {
         if (p.due - next.due < 0) {
@@ -145,7 +161,9 @@ public final class Maintenance extends Service {
       if (wait > 0) {
         synchronized (sleeper) {
           try {
-            TimeUnit.NANOSECONDS.timedWait(sleeper, wait);
+            if (handOffs.isEmpty()) {
+              TimeUnit.NANOSECONDS.timedWait(sleeper, wait);
+            }
           } catch (InterruptedException e) {
             // the flag decides
           }
@@ -221,6 +239,9 @@ public final class Maintenance extends Service {
    * its rescue round when that is due (every rescue interval), else a renewal only.
    */
   void tick() {
+    if (tickedOnSession()) {
+      return; // the listener's session carries the ticks
+    }
     if (term == null) {
       MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(Sql.using(config.dataSource()),
           config.workerId(), leaderLease, true);
@@ -261,26 +282,13 @@ public final class Maintenance extends Service {
    * vacuums if they are many.
    */
   private void rescueRound() {
-    boolean due = System.nanoTime() - lastRescueRound >= config.rescueInterval().toNanos() - beatNanos / 2;
-    long[] found = new long[3]; // rescued, repaired, dead tuples
-    boolean ran;
+    boolean due = rescueDue();
+    Round r;
     try (Connection c = config.dataSource().getConnection()) {
       c.setAutoCommit(false);
       try {
-        DSLContext tx = Sql.using(c);
-        boolean locked = MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(),
-            MaintenanceQueries.RESCUE_LOCK_KEY, PASS_SERVER_TIMEOUT);
-        MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, true);
-        ran = t.term() != null && due && locked;
-        if (ran) {
-          found[0] = MaintenanceQueries.rescueExpired(tx, RESCUE_BATCH);
-          MaintenanceQueries.pruneCancelRequests(tx);
-          found[1] = MaintenanceQueries.repairTenantHeads(tx);
-          found[2] = MaintenanceQueries.deadTuples(tx);
-        }
+        r = roundIn(Sql.using(c), due);
         c.commit();
-        registered(t);
-        termIs(t.term());
       } catch (RuntimeException e) {
         c.rollback();
         throw e;
@@ -290,17 +298,133 @@ public final class Maintenance extends Service {
     } catch (java.sql.SQLException e) {
       throw new IllegalStateException(e.getMessage(), e);
     }
-    if (!ran) {
+    afterRound(r);
+    if (r.ran() && r.deadTuples() >= VACUUM_DEAD_TUPLES) {
+      vacuumTurn();
+    }
+  }
+
+  private boolean rescueDue() {
+    return System.nanoTime() - lastRescueRound >= config.rescueInterval().toNanos() - beatNanos / 2;
+  }
+
+  /** What a leader's tick found: its turn, and with {@code ran} what its rescue round did. */
+  private record Round(MaintenanceQueries.Turn turn, boolean ran, long rescued, long repaired, long deadTuples) {}
+
+  /** The leader's tick in the transaction {@code tx}: the lease first, then the rescue round when {@code due}. */
+  private Round roundIn(DSLContext tx, boolean due) {
+    boolean locked = MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(),
+        MaintenanceQueries.RESCUE_LOCK_KEY, PASS_SERVER_TIMEOUT);
+    MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, true);
+    if (t.term() == null || !due || !locked) {
+      return new Round(t, false, 0, 0, 0);
+    }
+    long rescued = MaintenanceQueries.rescueExpired(tx, RESCUE_BATCH);
+    MaintenanceQueries.pruneCancelRequests(tx);
+    long repaired = MaintenanceQueries.repairTenantHeads(tx);
+    return new Round(t, true, rescued, repaired, MaintenanceQueries.deadTuples(tx));
+  }
+
+  /** After the leader's tick committed: the turn's answer, and what the rescue round found. */
+  private void afterRound(Round r) {
+    registered(r.turn());
+    termIs(r.turn().term());
+    if (!r.ran()) {
       return;
     }
     lastRescueRound = System.nanoTime();
-    rescued((int) found[0]);
-    if (found[1] > 0) {
+    rescued((int) r.rescued());
+    if (r.repaired() > 0) {
       wakeProducer.run();
     }
-    if (found[2] >= VACUUM_DEAD_TUPLES && MaintenanceQueries.takeVacuumTurn(Sql.using(config.dataSource()),
-        VACUUM_CHECK_INTERVAL)) {
+  }
+
+  private void vacuumTurn() {
+    if (MaintenanceQueries.takeVacuumTurn(Sql.using(config.dataSource()), VACUUM_CHECK_INTERVAL)) {
       MaintenanceQueries.vacuumTasks(Sql.using(config.dataSource()));
+    }
+  }
+
+  /**
+   * The tick as the listener runs it on its session while it listens (see {@code SessionWork}):
+   * the same statements in the listener's round, with no pool connection and no pool check, and
+   * no ping of the listener's own. Due a beat after the last one; it runs early (by at most half a
+   * beat, and at most a poll interval) in a round that the listener sends anyway for the poll, so
+   * that an idle worker's heartbeat rides on its poll. What needs the pool (registering again, the
+   * rescue round of a worker that has just taken the lease, the vacuum) goes to the maintenance
+   * thread. While these ticks come (the last one less than a beat and a quarter ago), the
+   * maintenance thread ticks no more; when they stop (the listener lost its connection, or never
+   * heard a notification and stopped), it ticks on the pool again.
+   */
+  public dev.pgtask.internal.notifier.SessionWork sessionTick() {
+    long early = Math.min(config.pollInterval().toNanos(), beatNanos / 2);
+    return new dev.pgtask.internal.notifier.SessionWork() {
+      @Override
+      public long dueAt() {
+        return sessionTickDue;
+      }
+
+      @Override
+      public boolean runsInRoundAt(long now) {
+        return sessionTickDue - early - now <= 0;
+      }
+
+      @Override
+      public Runnable run(DSLContext tx, long now) {
+        sessionTickDue = now + beatNanos;
+        if (term == null) {
+          MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, true);
+          return () -> {
+            lastSessionTick = System.nanoTime();
+            if (Boolean.FALSE.equals(t.registered())) {
+              handOff(register);
+            }
+            if (t.term() != null) {
+              termIs(t.term());
+              // taken: the rescue round at once, as the tick on the maintenance thread does it
+              lastRescueRound = System.nanoTime() - config.rescueInterval().toNanos();
+              handOff(Maintenance.this::rescueRound);
+            }
+          };
+        }
+        Round r = roundIn(tx, rescueDue());
+        return () -> {
+          lastSessionTick = System.nanoTime();
+          if (Boolean.FALSE.equals(r.turn().registered())) {
+            handOff(register);
+          }
+          termIs(r.turn().term());
+          if (r.ran()) {
+            lastRescueRound = System.nanoTime();
+            rescued((int) r.rescued());
+            if (r.repaired() > 0) {
+              wakeProducer.run();
+            }
+            if (r.deadTuples() >= VACUUM_DEAD_TUPLES) {
+              handOff(Maintenance.this::vacuumTurn);
+            }
+          }
+        };
+      }
+    };
+  }
+
+  /**
+   * Whether the listener's session ticked less than a beat and a quarter ago (see
+   * {@link #sessionTick()}): its ticks come at least once a beat. When they stop, the maintenance
+   * thread's next tick runs within two and a quarter beats of the last one, inside the leader's
+   * lease of three.
+   */
+  private boolean tickedOnSession() {
+    long last = lastSessionTick;
+    return last != 0 && System.nanoTime() - last < beatNanos * 5 / 4;
+  }
+
+  /** Runs {@code r} on the maintenance thread, before its next pass. */
+  private void handOff(Runnable r) {
+    handOffs.add(r);
+    synchronized (sleeper) {
+      sleeper.notifyAll();
     }
   }
 
@@ -313,30 +437,35 @@ public final class Maintenance extends Service {
     }
   }
 
-  /** The leader's retention pass: each batch's transaction first renews the lease, or stops. */
+  /**
+   * The leader's retention pass: each batch's transaction first renews the lease, or stops. The
+   * first batch's transaction also reads the unhandled kinds, over every queue a live worker serves,
+   * when that check is due (every {@link #UNHANDLED_CHECK_INTERVAL}): one transaction for both.
+   */
   private void leaderPrunePass() {
+    long now = System.nanoTime();
+    boolean unhandledDue = lastUnhandledCheck == 0
+        || now - lastUnhandledCheck >= UNHANDLED_CHECK_INTERVAL.toNanos() - pruneInterval(config).toNanos() / 2;
+    java.util.List<MaintenanceQueries.Unhandled> found = new java.util.ArrayList<>();
     for (int i = 0; i < PRUNE_MAX_BATCHES; i++) {
       boolean first = i == 0;
       int n = inLeaderTransaction(MaintenanceQueries.PRUNE_LOCK_KEY, tx -> {
         if (first) {
           WorkerQueries.pruneStale(tx, STALE_WORKER_AGE);
+          if (unhandledDue) {
+            found.addAll(MaintenanceQueries.unhandledKinds(tx, null));
+          }
         }
         return MaintenanceQueries.pruneFinished(tx, config.completedRetention(), config.failedRetention(), PRUNE_BATCH);
       });
+      if (first && n >= 0 && unhandledDue) {
+        lastUnhandledCheck = now;
+        warnUnhandled(found);
+      }
       if (n < PRUNE_BATCH) {
         break;
       }
     }
-  }
-
-  /** The leader's unhandled-kinds pass, over every queue a live worker serves. */
-  private void leaderUnhandledKindsPass() {
-    java.util.List<MaintenanceQueries.Unhandled> found = new java.util.ArrayList<>();
-    inLeaderTransaction(MaintenanceQueries.UNHANDLED_LOCK_KEY, tx -> {
-      found.addAll(MaintenanceQueries.unhandledKinds(tx, null));
-      return 0;
-    });
-    warnUnhandled(found);
   }
 
   /**

@@ -25,9 +25,14 @@ import org.slf4j.LoggerFactory;
  * polls), name the session ({@code application_name = "pgtask listen <worker>"}),
  * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then run the on-listening callback (the
  * worker reads the cancel requests made while it was not listening) and wake the producer once
- * (anything sent while disconnected is lost, so poll). Wait for notifications in slices of the
- * ping interval; after each quiet slice send {@code SELECT 1}: a network timeout on the connection bounds it, so a
- * half-open socket is detected instead of blocking forever. Any failure closes the connection and
+ * (anything sent while disconnected is lost, so poll). Wait for notifications until the next
+ * {@link SessionWork} is due (the worker's poll and its tick, registered with
+ * {@link #sessionWork}), then run every work that is due, or may run a little early, in one
+ * transaction: a round. An idle worker's poll and heartbeat cost the server one transaction per
+ * round, on a session that no pool checks before use. A statement proves the session alive: only
+ * after a ping interval without any statement or notification send {@code SELECT 1}. A network
+ * timeout on the connection bounds every statement, so a half-open socket is detected instead of
+ * blocking forever. Any failure of the connection closes it and
  * reconnects with exponential backoff (100 ms to 5 s, jittered). Notifications on {@code pgtask}
  * carry a queue name: those of this worker's queues wake the producer; or a queue name and a delay
  * in milliseconds ({@code <queue> <ms>}, a task enqueued or handed on for later): those set the
@@ -168,10 +173,30 @@ public final class Listener extends Service {
         listeningSince = since; // before this instant, only the check above saw what was sent
         onWake.run(); // notifications sent while we were away are lost: poll once
         PGConnection pg = c.unwrap(PGConnection.class);
+        long pingNanos = config.listenerPingInterval().toNanos();
+        long heard = System.nanoTime(); // the last statement or notification: the session was alive then
         while (isRunning()) {
-          PGNotification[] notes = pg.getNotifications(pingMillis);
+          long now = System.nanoTime();
+          long wakeAt = heard + pingNanos;
+          for (SessionWork w : work) {
+            if (w.dueAt() - wakeAt < 0) {
+              wakeAt = w.dueAt();
+            }
+          }
+          // at least 1 ms: pgjdbc waits forever on 0
+          long waitMillis = Math.max(1, java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(wakeAt - now) + 1);
+          PGNotification[] notes = pg.getNotifications((int) Math.min(Integer.MAX_VALUE, waitMillis));
+          now = System.nanoTime();
+          if (notes != null && notes.length > 0) {
+            heard = now;
+          }
+          if (round(c, dsl, now)) {
+            heard = System.nanoTime();
+          } else if (now - heard >= pingNanos) {
+            dsl.selectOne().fetch(); // health check after a quiet ping interval: fails on a dead socket
+            heard = System.nanoTime();
+          }
           if (notes == null || notes.length == 0) {
-            dsl.selectOne().fetch(); // health check: fails on a dead socket
             continue;
           }
           boolean wake = false;
@@ -214,6 +239,60 @@ public final class Listener extends Service {
       backoffMillis = Math.min(5_000, backoffMillis * 2);
       onWake.run(); // keep polling while the listener is down
     }
+  }
+
+  // the periodic statements run on this session (the poll's probe, the tick); set before start
+  private final java.util.List<SessionWork> work = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  /** Runs {@code w} on this session while it listens (see {@link SessionWork}); call before {@link #start()}. */
+  public void sessionWork(SessionWork w) {
+    work.add(w);
+  }
+
+  /**
+   * Runs the works that are due (or may run early) at {@code now} in one transaction; returns
+   * whether a statement was sent. A failing statement rolls the round back and is logged; a
+   * connection that cannot roll back is lost (the caller reconnects).
+   */
+  private boolean round(Connection c, DSLContext dsl, long now) throws java.sql.SQLException {
+    boolean due = false;
+    for (SessionWork w : work) {
+      if (w.dueAt() - now <= 0) {
+        due = true;
+        break;
+      }
+    }
+    if (!due) {
+      return false;
+    }
+    java.util.List<Runnable> after = new java.util.ArrayList<>();
+    c.setAutoCommit(false);
+    try {
+      for (SessionWork w : work) {
+        if (w.runsInRoundAt(now)) {
+          Runnable a = w.run(dsl, now);
+          if (a != null) {
+            after.add(a);
+          }
+        }
+      }
+      c.commit();
+    } catch (RuntimeException e) {
+      c.rollback(); // a dead connection throws here: the listener reconnects
+      after.clear();
+      log.warn("pgtask listener: an idle-time statement on its session failed ({}); trying again at its next"
+          + " round", Sql.rootMessage(e));
+    } finally {
+      c.setAutoCommit(true);
+    }
+    for (Runnable a : after) {
+      try {
+        a.run();
+      } catch (RuntimeException e) {
+        log.warn("pgtask listener: handling an idle-time statement's result failed: {}", e.getMessage());
+      }
+    }
+    return true;
   }
 
   /** How long the start probe waits for its own notification. */

@@ -4,6 +4,8 @@ import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.executor.Executor;
+import dev.pgtask.internal.notifier.SessionWork;
+import dev.pgtask.internal.sql.IdleQueries;
 import dev.pgtask.internal.sql.ClaimQueries;
 import dev.pgtask.internal.sql.ClaimQueries.Claim;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
@@ -39,6 +41,11 @@ public final class Producer extends Service {
   private final WorkerStats stats;
   private final Executor executor;
   private final Semaphore wakeups = new Semaphore(0);
+  // System.nanoTime() of the next poll on the listener's session (see sessionPoll())
+  private volatile long sessionPollDue;
+  // System.currentTimeMillis() when the last poll on the listener's session committed (0: none)
+  private volatile long sessionPollMillis;
+  private volatile java.util.function.BooleanSupplier listening = () -> false;
   private final List<String> kinds;
   // a claim into an idle worker starts its head's transaction in the same round trip
   // (ClaimQueries.claimAndStart); not for a worker of plain-mode kinds only, whose claims have none.
@@ -64,6 +71,7 @@ public final class Producer extends Service {
     this.plainKinds = executor.plainKinds();
     this.startHeads = plainKinds.size() < kinds.size();
     this.serverTimeouts = executor.serverTimeouts();
+    this.sessionPollDue = System.nanoTime() + config.pollInterval().toNanos();
     this.timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "pgtask-due-" + config.workerId());
       t.setDaemon(true);
@@ -137,20 +145,92 @@ public final class Producer extends Service {
     }
   }
 
+  /** The poll interval less a jitter of up to 10%, in nanoseconds. */
+  private long jitteredPollNanos() {
+    long poll = config.pollInterval().toNanos();
+    return poll - ThreadLocalRandom.current().nextLong(poll / 10 + 1);
+  }
+
+  /**
+   * The poll as the listener runs it on its session while it listens (an idle worker's poll costs
+   * one read-only transaction there, and no pool check): reads whether a claim would find a task
+   * ({@link IdleQueries#claimable}) and wakes this producer when it would, which then claims as
+   * after a notification; and asks for the check of the held tasks' cancel requests (a read only
+   * when tasks are held). Due a poll interval after the producer's last claim.
+   */
+  public SessionWork sessionPoll() {
+    return new SessionWork() {
+      @Override
+      public long dueAt() {
+        return sessionPollDue;
+      }
+
+      @Override
+      public boolean runsInRoundAt(long now) {
+        return sessionPollDue - now <= 0;
+      }
+
+      @Override
+      public Runnable run(org.jooq.DSLContext tx, long now) {
+        sessionPollDue = now + jitteredPollNanos();
+        boolean found = IdleQueries.claimable(tx, config.queues(), kinds);
+        return () -> {
+          sessionPollMillis = System.currentTimeMillis();
+          executor.requestCheck();
+          if (found) {
+            wake();
+          }
+        };
+      }
+    };
+  }
+
+  /** Whether the listener is listening (then it runs the polls on its session, see {@link #sessionPoll()}). */
+  public void listening(java.util.function.BooleanSupplier listening) {
+    this.listening = listening;
+  }
+
+  /**
+   * Waits for a wake-up; returns false when the poll interval passed without one and this producer
+   * polls itself: while the listener listens and its session's poll is not overdue (half a poll
+   * interval), the session polls and this producer only waits.
+   */
+  private boolean awaitWake() throws InterruptedException {
+    while (isRunning()) {
+      if (wakeups.tryAcquire(jitteredPollNanos(), TimeUnit.NANOSECONDS)) {
+        wakeups.drainPermits();
+        return true;
+      }
+      if (!listening.getAsBoolean()
+          || System.nanoTime() - sessionPollDue >= config.pollInterval().toNanos() / 2) {
+        return false;
+      }
+      // the session's poll counts as this loop's claim (lastClaimAt) only while the loop comes
+      // here, waiting: a claim loop stuck in a claim shows in lastClaimAt however the session polls
+      long polled = sessionPollMillis;
+      if (polled > stats.lastClaimMillis.get()) {
+        stats.lastClaimMillis.set(polled);
+      }
+    }
+    return true;
+  }
+
   @Override
   protected void run(int index) {
     long errorBackoff = 100;
+    boolean poll = false;
     while (isRunning()) {
       try {
-        drain();
-        errorBackoff = 100;
-        long poll = config.pollInterval().toMillis();
-        long jitter = ThreadLocalRandom.current().nextLong(poll / 10 + 1);
-        if (!wakeups.tryAcquire(poll - jitter, TimeUnit.MILLISECONDS)) {
+        drain(poll);
+        if (poll) {
           // a poll: also read the held tasks' cancel requests, which need no notification to arrive
+          // (after the claim: a claim that found nothing leaves nothing to read)
           executor.requestCheck();
         }
-        wakeups.drainPermits();
+        poll = false;
+        errorBackoff = 100;
+        sessionPollDue = System.nanoTime() + jitteredPollNanos();
+        poll = !awaitWake();
       } catch (InterruptedException e) {
         // the flag decides
       } catch (RuntimeException e) {
@@ -190,7 +270,13 @@ public final class Producer extends Service {
     }
   }
 
-  private void drain() throws InterruptedException {
+  /**
+   * Claims until a claim comes back short. {@code poll}: the first claim is the producer's own
+   * poll, which most often finds nothing: a plain claim (one transaction), not the claim-and-start,
+   * whose head transaction an empty claim would open and roll back.
+   */
+  private void drain(boolean poll) throws InterruptedException {
+    boolean first = poll;
     while (isRunning()) {
       int room = executor.awaitCapacity(config.batchSize());
       if (!isRunning()) {
@@ -200,7 +286,9 @@ public final class Producer extends Service {
       Claim claim;
       long claimNanos = executor.claimStarting();
       try {
-        if (startHeads && executor.isIdle()) {
+        boolean startHead = startHeads && executor.isIdle() && !first;
+        first = false;
+        if (startHead) {
           StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
               room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace());
           claim = started.claim();

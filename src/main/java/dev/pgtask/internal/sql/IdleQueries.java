@@ -1,0 +1,41 @@
+package dev.pgtask.internal.sql;
+
+import static dev.pgtask.internal.sql.gen.Tables.PAUSED_QUEUE;
+import static dev.pgtask.internal.sql.gen.Tables.TASK;
+
+import dev.pgtask.internal.sql.gen.enums.TaskState;
+import dev.pgtask.internal.sql.gen.tables.Task;
+import java.util.List;
+import org.jooq.DSLContext;
+import org.jooq.impl.DSL;
+
+/** The statements of an idle worker's poll when it runs on the listener's session (see {@code Listener}). */
+public final class IdleQueries {
+
+  private IdleQueries() {}
+
+  /**
+   * Whether a claim of this worker would find a task now: a task of one of {@code queues} (not
+   * paused) and {@code kinds}, available or retryable, not waiting behind its tenant's head, due,
+   * whose tenant runs nothing right now. The conditions of the claim's locking select
+   * ({@code ClaimQueries}), read without locking anything: rows another worker's claim holds right
+   * now count here and are skipped by the claim (one claim that finds nothing). Reads the claimable
+   * index; locks nothing.
+   */
+  public static boolean claimable(DSLContext dsl, List<String> queues, List<String> kinds) {
+    Task c = TASK.as("c");
+    Task running = TASK.as("r");
+    return dsl.fetchExists(DSL.selectOne()
+        .from(c)
+        .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
+        .and(c.BLOCKED.isFalse())
+        .and(c.QUEUE.in(queues))
+        .and(c.RUN_AT.le(DSL.currentInstant()))
+        .and(c.KIND.in(kinds))
+        .and(DSL.notExists(DSL.selectOne().from(PAUSED_QUEUE).where(PAUSED_QUEUE.QUEUE.eq(c.QUEUE))))
+        .and(c.TENANT_ID.isNull().or(DSL.notExists(DSL.selectOne().from(running)
+            .where(running.TENANT_ID.eq(c.TENANT_ID))
+            .and(running.BLOCKED.isFalse())
+            .and(running.STATE.eq(DSL.inline(TaskState.running)))))));
+  }
+}
