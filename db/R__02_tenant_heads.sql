@@ -94,6 +94,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.heads_ended(p_tenants integer[], p_queues text[], p_stopped integer[]) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
   IF p_tenants IS NOT NULL THEN
@@ -108,9 +109,14 @@ BEGIN
 END
 $$;
 
+-- Generic plans here too: the wake-up query's parameter is an array, so every custom plan looked
+-- cheaper than the generic one, and the server planned it again on every completed task of a
+-- tenant (pg_stat_statements: 12,011 plans in 12,000 calls, 205 us of planning per task against
+-- 17 us of execution; a fifth of the server's CPU per task with the defaults).
 CREATE OR REPLACE FUNCTION pgtask.task_after_update_heads() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
   v_tenants integer[];
