@@ -69,6 +69,12 @@ $$;
 -- per input task in input order: ord (1-based), the task id, and whether it was inserted (false:
 -- a task held that dedupe_key while the call ran, and its id is returned). A bad task rejects
 -- the whole batch with an error naming its position.
+--
+-- Set-based throughout, so that a batch costs about what inserting its rows costs: one validation
+-- pass, one statement registering the new tenants, the ids drawn in one pass, and one INSERT from
+-- unnest() of the arrays. In a batch without dedupe keys the INSERT decides the tenant heads
+-- itself (below) and the row trigger task_before_insert_tenant runs only for the heads it found,
+-- not for every task of a tenant; the insert trigger's wake-ups are one per queue per statement.
 CREATE OR REPLACE FUNCTION pgtask.enqueue_batch(
   kinds text[],
   payloads jsonb[] DEFAULT NULL,
@@ -88,6 +94,8 @@ DECLARE
   v_n integer := coalesce(cardinality(kinds), 0);
   v_max_payload integer;
   v_bad record;
+  v_tenant_ids integer[];
+  v_unregistered boolean;
   v_ids bigint[];
   v_inserted boolean[];
   v_keys text[];
@@ -120,15 +128,73 @@ BEGIN
     PERFORM pgtask.raise_input_error(v_bad.error, 'task ' || v_bad.ord || ' of ' || v_n);
   END IF;
 
-  -- 2. register new tenants, in name order (concurrent batches never deadlock on the registry)
+  -- 2. register the new tenants in one statement, in name order (concurrent batches never
+  --    deadlock on the registry), and only names not registered yet (a known tenant burns no
+  --    identity value), then read every task's tenant id. A name another transaction was
+  --    inserting is waited for by ON CONFLICT; the next statement sees it once that committed.
+  --    Should it still be missing (that transaction rolled back), the round runs again.
   IF tenants IS NOT NULL THEN
-    PERFORM pgtask.tenant_id(t.name)
-    FROM (SELECT DISTINCT x AS name FROM unnest(tenants) x WHERE x IS NOT NULL ORDER BY 1) t;
+    LOOP
+      INSERT INTO pgtask.tenant (name)
+      SELECT d.name
+      FROM (SELECT DISTINCT x AS name FROM unnest(tenants) AS x WHERE x IS NOT NULL) d
+      WHERE NOT EXISTS (SELECT 1 FROM pgtask.tenant tn WHERE tn.name = d.name)
+      ORDER BY d.name
+      ON CONFLICT (name) DO NOTHING;
+      SELECT array_agg(tn.id ORDER BY u.ord), coalesce(bool_or(u.name IS NOT NULL AND tn.id IS NULL), false)
+      INTO v_tenant_ids, v_unregistered
+      FROM unnest(tenants) WITH ORDINALITY AS u(name, ord)
+      LEFT JOIN pgtask.tenant tn ON tn.name = u.name;
+      EXIT WHEN NOT v_unregistered;
+    END LOOP;
   END IF;
 
-  -- Steps 3 and 4 run in a block (a subtransaction) that is rolled back and run again in the one
-  -- rare case where answering a held-back row would mean inserting it out of key order (4 below).
-  -- Rolling it back releases every key it inserted; the new pass takes them in key order again.
+  IF dedupe_keys IS NULL OR cardinality(array_remove(dedupe_keys, NULL)) = 0 THEN
+    -- 3. No dedupe keys: every task is inserted. The ids are drawn first (one per task, in input
+    --    order), so the INSERT reads nothing but the arrays and nothing has to be matched up after.
+    v_ids := ARRAY(SELECT nextval('pgtask.task_id_seq'::regclass) FROM generate_series(1, v_n));
+    IF v_tenant_ids IS NULL THEN
+      INSERT INTO pgtask.task (id, kind, payload, queue, run_at, priority, max_attempts)
+      SELECT u.id, u.kind, coalesce(u.payload, '{}'), coalesce(u.queue, 'default'), coalesce(u.run_at, now()),
+             coalesce(u.priority, 0), coalesce(u.max_attempts, 25)
+      FROM unnest(v_ids, kinds, payloads, queues, run_ats, priorities, max_attempts)
+           AS u(id, kind, payload, queue, run_at, priority, max_attempts);
+    ELSE
+      -- Tenant heads, set-based: a task of a tenant waits (blocked) when its tenant has a head in
+      -- its queue that is running or due no later than the task: one already in the table (looked
+      -- up once per task that no earlier task of the batch already blocks), or an earlier task
+      -- of the batch in that queue due no later (the minimum run_at of the earlier ones: an
+      -- earlier task is either a head itself or waits behind one due no later). That is what
+      -- task_before_insert_tenant decides row by row, and it still runs for the tasks found to be
+      -- heads here (its WHEN clause passes over rows that arrive blocked), so a head committed by
+      -- another transaction meanwhile still makes such a task wait.
+      INSERT INTO pgtask.task (id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, blocked)
+      SELECT b.id, b.kind, b.payload, b.queue, b.tenant_id, b.run_at, b.priority, b.max_attempts,
+             b.tenant_id IS NOT NULL
+             AND CASE WHEN b.earlier_run_at <= b.run_at THEN true
+                      ELSE EXISTS (SELECT 1 FROM pgtask.task h
+                                   WHERE h.tenant_id = b.tenant_id AND h.queue = b.queue AND NOT h.blocked
+                                     AND h.state IN ('available', 'retryable', 'running')
+                                     AND (h.state = 'running' OR h.run_at <= b.run_at)) END
+      FROM (SELECT u.*,
+                   min(u.run_at) OVER (PARTITION BY u.tenant_id, u.queue ORDER BY u.ord
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS earlier_run_at
+            FROM (SELECT x.ord, x.id, x.kind, coalesce(x.payload, '{}') AS payload,
+                         coalesce(x.queue, 'default') AS queue, x.tenant_id, coalesce(x.run_at, now()) AS run_at,
+                         coalesce(x.priority, 0) AS priority, coalesce(x.max_attempts, 25) AS max_attempts
+                  FROM unnest(v_ids, kinds, payloads, queues, v_tenant_ids, run_ats, priorities, max_attempts)
+                       WITH ORDINALITY AS x(id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, ord)) u
+           ) b;
+    END IF;
+    RETURN QUERY SELECT x.ord::integer, x.id, true FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord);
+    RETURN;
+  END IF;
+
+  -- With dedupe keys, steps 3 and 4 run in a block (a subtransaction) that is rolled back and run
+  -- again in the one rare case where answering a held-back row would mean inserting it out of key
+  -- order (4 below). Rolling it back releases every key it inserted; the new pass takes them in
+  -- key order again. Tenant heads are decided row by row here, by task_before_insert_tenant (a
+  -- task held back by its dedupe key is not inserted, so it must not count as a head).
   LOOP
     BEGIN
       -- 3. insert with ids drawn up front, so each input row knows its id. Rows with a dedupe key go
@@ -137,12 +203,10 @@ BEGIN
       WITH input AS MATERIALIZED (
         SELECT u.ord::integer AS ord, nextval('pgtask.task_id_seq'::regclass) AS id, u.kind,
                coalesce(u.payload, '{}') AS payload, coalesce(u.queue, 'default') AS queue,
-               tn.id AS tenant_id, coalesce(u.run_at, now()) AS run_at, coalesce(u.priority, 0) AS priority,
+               u.tenant_id, coalesce(u.run_at, now()) AS run_at, coalesce(u.priority, 0) AS priority,
                coalesce(u.max_attempts, 25) AS max_attempts, u.dedupe_key
-        FROM unnest(kinds, payloads, queues, tenants, run_ats, priorities, max_attempts, dedupe_keys)
-             WITH ORDINALITY AS u(kind, payload, queue, tenant, run_at, priority, max_attempts, dedupe_key, ord)
-        LEFT JOIN pgtask.tenant tn ON tn.name = u.tenant
-        ORDER BY u.ord
+        FROM unnest(kinds, payloads, queues, v_tenant_ids, run_ats, priorities, max_attempts, dedupe_keys)
+             WITH ORDINALITY AS u(kind, payload, queue, tenant_id, run_at, priority, max_attempts, dedupe_key, ord)
       ), ins AS (
         INSERT INTO pgtask.task (id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, dedupe_key)
         SELECT i.id, i.kind, i.payload, i.queue, i.tenant_id, i.run_at, i.priority, i.max_attempts, i.dedupe_key

@@ -64,6 +64,30 @@ class NotifyTest {
         .containsExactly("pgtask:bulk");
   }
 
+  /**
+   * A batch's delayed tasks still set the workers' timers: per queue, one "<queue> <ms>" for its
+   * earliest later task (the delay from the database clock, never more than the task's), beside
+   * the "<queue>" for its tasks due now.
+   */
+  @Test
+  void aBatchWithDelayedTasksSendsPerQueueOneWakeUpForItsEarliestLaterTask() throws Exception {
+    pgtask.enqueueAll(List.of(
+        NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("later-q").withDelay(java.time.Duration.ofSeconds(9))),
+        NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("later-q").withDelay(java.time.Duration.ofSeconds(2))),
+        NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("later-q").withDelay(java.time.Duration.ofSeconds(5))),
+        NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("mixed-q").withDelay(java.time.Duration.ofSeconds(3))),
+        NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("mixed-q"))));
+    List<String> received = notificationsUntilFence();
+    assertThat(received).as("notifications for a batch of delayed tasks in two queues").hasSize(3)
+        .contains("pgtask:mixed-q");
+    assertThat(received.stream().filter(n -> n.startsWith("pgtask:later-q ")).toList())
+        .as("later-q's wake-up").singleElement()
+        .satisfies(n -> assertThat(Long.parseLong(n.substring("pgtask:later-q ".length()))).isBetween(1L, 2_000L));
+    assertThat(received.stream().filter(n -> n.startsWith("pgtask:mixed-q ")).toList())
+        .as("mixed-q's wake-up for its later task").singleElement()
+        .satisfies(n -> assertThat(Long.parseLong(n.substring("pgtask:mixed-q ".length()))).isBetween(1L, 3_000L));
+  }
+
   @Test
   void transactionIntoThreeQueuesSendsOneNotificationPerQueueCarryingOnlyTheQueueName() throws Exception {
     try (Connection tx = db.connect()) {

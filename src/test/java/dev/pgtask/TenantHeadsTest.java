@@ -7,6 +7,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.pgtask.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -188,6 +190,123 @@ class TenantHeadsTest {
       exec(c, "RESET session_replication_role");
       dev.pgtask.internal.sql.MaintenanceQueries.repairTenantHeads(dev.pgtask.internal.sql.Sql.using(c));
       assertThat(blocked(c, unservedNext)).as("after the repair pass, the unserved queue's orphaned task waits").isFalse();
+    }
+  }
+
+  /**
+   * enqueue_batch decides a batch's heads in one statement; the answer must be the one the row
+   * trigger gives when the same tasks are enqueued one at a time in input order: against heads
+   * already in the table (running, scheduled later, due), among the batch's own tasks (a tenant
+   * new to the registry, many tasks of one tenant, a task due earlier than the tenant's earlier
+   * ones becoming another head), per queue, and next to tasks without a tenant.
+   */
+  @Test
+  void aBatchDecidesTheSameHeadsAsEnqueuingItsTasksOneAtATime() throws Exception {
+    try (Connection c = db.connect()) {
+      List<Boolean> batch = batchHeads(c, "batch-", true);
+      List<Boolean> oneAtATime = batchHeads(c, "single-", false);
+      assertThat(batch).as("blocked, per task in input order, of the batch").isEqualTo(oneAtATime);
+      assertThat(batch).as("blocked flags of the batch").contains(true, false);
+      assertThat(queryLong(c, "SELECT count(*) FROM pgtask.tenant WHERE name LIKE 'batch-%'"))
+          .as("tenants registered by the batch and its set-up").isEqualTo(5);
+      assertThat(queryLong(c, "SELECT max(n) FROM (SELECT count(*) AS n FROM pgtask.task t JOIN pgtask.tenant tn ON tn.id = t.tenant_id "
+          + "WHERE tn.name LIKE 'batch-%' AND NOT t.blocked AND t.state = 'available' GROUP BY t.tenant_id, t.queue) x"))
+          .as("most heads of one tenant in one queue after the batch (a task due before the tenant's earlier ones)")
+          .isGreaterThan(1);
+    }
+  }
+
+  /** Enqueues the same 150 tasks (tenants named with the prefix) after the same set-up; returns blocked per task. */
+  private static List<Boolean> batchHeads(Connection c, String prefix, boolean asBatch) throws SQLException {
+    // already in the table: a running head in bq1, a head scheduled in 30 minutes in bq1, a due head in bq2
+    long running = enqueueIn(c, prefix + "running", "bq1", "now()");
+    exec(c, "UPDATE pgtask.task SET state = 'running', attempt = 1, owner = 'w', lease_until = now() + interval '1 minute' "
+        + "WHERE id = " + running);
+    enqueueIn(c, prefix + "scheduled", "bq1", "now() + interval '30 minutes'");
+    enqueueIn(c, prefix + "due", "bq2", "now()");
+    String inputs = "SELECT i AS ord, 'k'::text AS kind, "
+        + "CASE WHEN i % 6 = 5 THEN NULL ELSE '" + prefix + "' || (ARRAY['running', 'scheduled', 'due', 'new', 'many'])[1 + i % 6] END AS tenant, "
+        + "CASE WHEN i % 6 = 4 THEN 'bq1' ELSE (ARRAY['bq1', 'bq2'])[1 + (i * 7 / 6) % 2] END AS queue, "
+        + "now() + ((i * 37) % 13 - 6) * interval '10 minutes' AS run_at "
+        + "FROM generate_series(1, 150) i";
+    List<Long> ids = new ArrayList<>();
+    if (asBatch) {
+      try (var ps = c.prepareStatement("WITH inp AS (" + inputs + ") SELECT b.id FROM pgtask.enqueue_batch("
+          + "kinds => (SELECT array_agg(kind ORDER BY ord) FROM inp), queues => (SELECT array_agg(queue ORDER BY ord) FROM inp), "
+          + "tenants => (SELECT array_agg(tenant ORDER BY ord) FROM inp), run_ats => (SELECT array_agg(run_at ORDER BY ord) FROM inp)) b "
+          + "ORDER BY b.ord");
+          var rs = ps.executeQuery()) {
+        while (rs.next()) {
+          ids.add(rs.getLong(1));
+        }
+      }
+    } else {
+      try (var ps = c.prepareStatement(inputs + " ORDER BY ord"); var rs = ps.executeQuery()) {
+        List<String[]> rows = new ArrayList<>();
+        while (rs.next()) {
+          rows.add(new String[] {rs.getString("tenant"), rs.getString("queue"), rs.getString("run_at")});
+        }
+        for (String[] r : rows) {
+          try (var one = c.prepareStatement("SELECT pgtask.enqueue(kind => 'k', tenant => ?, queue => ?, run_at => ?::timestamptz)")) {
+            one.setString(1, r[0]);
+            one.setString(2, r[1]);
+            one.setString(3, r[2]);
+            try (var rs1 = one.executeQuery()) {
+              rs1.next();
+              ids.add(rs1.getLong(1));
+            }
+          }
+        }
+      }
+    }
+    List<Boolean> blocked = new ArrayList<>();
+    for (long id : ids) {
+      blocked.add(blocked(c, id));
+    }
+    return blocked;
+  }
+
+  @Test
+  void aBatchOfManyTasksOfOneNewTenantHasOneHeadAndHandsItOnInTurn() throws Exception {
+    try (Connection c = db.connect()) {
+      List<Long> ids = new ArrayList<>();
+      try (var ps = c.prepareStatement("SELECT b.id FROM pgtask.enqueue_batch(kinds => array_fill('k'::text, ARRAY[500]), "
+          + "tenants => array_fill('one-of-many'::text, ARRAY[500])) b ORDER BY b.ord");
+          var rs = ps.executeQuery()) {
+        while (rs.next()) {
+          ids.add(rs.getLong(1));
+        }
+      }
+      assertThat(queryLong(c, "SELECT count(*) FROM pgtask.tenant WHERE name = 'one-of-many'")).as("registry rows of the tenant")
+          .isEqualTo(1);
+      assertThat(queryLong(c, "SELECT count(*) FROM pgtask.task WHERE id = ANY ('{" + ids.get(0) + "," + ids.get(499)
+          + "}'::bigint[]) OR NOT blocked AND tenant_id = (SELECT id FROM pgtask.tenant WHERE name = 'one-of-many')"))
+          .as("the first and last task, and every head of the tenant").isEqualTo(2);
+      assertThat(blocked(c, ids.get(0))).as("the batch's first task waits").isFalse();
+      exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id = " + ids.get(0));
+      assertThat(blocked(c, ids.get(1))).as("after the first completed, the second waits").isFalse();
+      assertThat(blocked(c, ids.get(2))).as("after the first completed, the third waits").isTrue();
+    }
+  }
+
+  /**
+   * With dedupe keys, a task held back by its key is not inserted, so it must not make the
+   * batch's later tasks of its tenant wait behind it.
+   */
+  @Test
+  void aBatchTaskHeldBackByItsDedupeKeyIsNoHeadForTheTenantsNextTask() throws Exception {
+    try (Connection c = db.connect()) {
+      long holder = queryLong(c, "SELECT pgtask.enqueue(kind => 'k', dedupe_key => 'held-key')");
+      List<Long> ids = new ArrayList<>();
+      try (var ps = c.prepareStatement("SELECT b.id FROM pgtask.enqueue_batch(kinds => ARRAY['k', 'k'], "
+          + "tenants => ARRAY['dedupe-tenant', 'dedupe-tenant'], dedupe_keys => ARRAY['held-key', NULL]) b ORDER BY b.ord");
+          var rs = ps.executeQuery()) {
+        while (rs.next()) {
+          ids.add(rs.getLong(1));
+        }
+      }
+      assertThat(blocked(c, ids.get(1))).as("the tenant's task after the held-back one waits").isFalse();
+      assertThat(ids.get(0)).as("the id answered for the held key").isEqualTo(holder);
     }
   }
 
