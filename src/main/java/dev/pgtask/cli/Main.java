@@ -55,9 +55,14 @@ public final class Main implements Runnable {
     System.exit(run(args));
   }
 
-  /** Runs the CLI in this JVM and returns the exit code (for tests and embedding). */
+  /**
+   * Runs the CLI in this JVM and returns the exit code (for tests and embedding). A read command
+   * with plain options ({@link ReadCommandLine}) runs without picocli; everything else, help and
+   * usage errors included, goes through {@link #commandLine(String...)}.
+   */
   public static int run(String... args) {
-    return commandLine(args).execute(args);
+    Integer code = ReadCommandLine.run(args);
+    return code != null ? code : commandLine(args).execute(args);
   }
 
   /** A configured command line: subcommands, one-line error handling, exit codes. */
@@ -122,8 +127,11 @@ public final class Main implements Runnable {
   }
 
   private static int onFailure(Exception e, CommandLine command, boolean verbose) {
-    PrintWriter err = command.getErr();
-    String name = command.getCommandSpec().qualifiedName();
+    return onFailure(e, command.getCommandSpec().qualifiedName(), command.getErr(), verbose);
+  }
+
+  /** Prints {@code name: message} for a failed command on {@code err} and returns its exit code. */
+  static int onFailure(Exception e, String name, PrintWriter err, boolean verbose) {
     int code;
     String message;
     CliException cli = findCause(e, CliException.class);

@@ -35,7 +35,11 @@ public final class StatusCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    PrintWriter out = spec.commandLine().getOut();
+    return call(spec.commandLine().getOut());
+  }
+
+  /** Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry). */
+  int call(PrintWriter out) {
     try (OpsConnection db = OpsConnection.open(connection, "pgtask status")) {
       List<ViewRow> queues = db.read(ViewReads::queueSummary);
       ViewRow health = db.read(ViewReads::health);

@@ -52,7 +52,14 @@ public final class TasksCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(),
           "Invalid value for option '--limit': " + limit + " is not between 1 and 10000");
     }
-    PrintWriter out = spec.commandLine().getOut();
+    return call(spec.commandLine().getOut());
+  }
+
+  /**
+   * Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry); {@code limit}
+   * has been checked.
+   */
+  int call(PrintWriter out) {
     try (OpsConnection db = OpsConnection.open(connection, "pgtask tasks")) {
       List<ViewRow> tasks = db.read(c ->
           ViewReads.tasks(c, state == null ? null : state.sqlName(), queue, kind, limit));

@@ -27,7 +27,11 @@ public final class WorkersCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    PrintWriter out = spec.commandLine().getOut();
+    return call(spec.commandLine().getOut());
+  }
+
+  /** Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry). */
+  int call(PrintWriter out) {
     try (OpsConnection db = OpsConnection.open(connection, "pgtask workers")) {
       List<ViewRow> workers = db.read(ViewReads::workers);
       if (json) {

@@ -28,8 +28,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code bin/pgtask}'s class data sharing archive speeds a command up and never breaks one: the
- * first command creates it, the next ones use it, and a corrupt, truncated or stale archive, or a
- * failed first command, changes nothing in what a command prints or its exit code. The launcher
+ * first command creates it, the next ones use it (picocli's Java 5 classes included), a short
+ * command it does not cover is added to it, and a corrupt, truncated or stale archive, or a failed
+ * first command, changes nothing in what a command prints or its exit code. The launcher
  * runs for real, on a copy of {@code bin/pgtask} next to a {@code target/pgtask-cli.jar} made of
  * the compiled classes (its manifest names the dependency jars).
  */
@@ -86,8 +87,25 @@ class LauncherCdsIT {
     Path classLog = root.resolve("classes.log");
     assertSameAs(reference, pgtask(Map.of("PGTASK_JAVA_OPTS", "-Xlog:class+load=info:file=" + classLog),
         "tasks", "--url", db.fullUrl()));
-    assertThat(Files.readAllLines(classLog)).as("how TasksCommand was loaded")
+    assertThat(Files.readAllLines(classLog)).as("how TasksCommand and picocli (Java 5 classes) were loaded")
+        .anyMatch(l -> l.contains(" dev.pgtask.cli.TasksCommand source: shared objects file"))
+        .anyMatch(l -> l.contains(" picocli.CommandLine source: shared objects file"));
+
+    // a short command the archive does not cover yet runs once with its classes listed, and the
+    // archive made again covers it too (status formats a float: JDK classes tasks never loads).
+    // status shows the server's oldest open transaction, which other clients change: not compared
+    for (Map<String, String> env : List.of(Map.<String, String>of(), Map.of("PGTASK_JAVA_OPTS",
+        "-Xlog:class+load=info:file=" + root.resolve("status-classes.log")))) {
+      Run status = pgtask(env, "status", "--url", db.fullUrl());
+      assertThat(status.code).as("stderr: %s", status.err).isZero();
+      assertThat(status.err).isEmpty();
+      assertThat(status.out).contains("reports", "acme", "maintenance leader");
+    }
+    Path statusLog = root.resolve("status-classes.log");
+    assertThat(Files.readAllLines(statusLog)).as("how status's own classes were loaded")
+        .anyMatch(l -> l.contains(" jdk.internal.math.FormattedFloatingDecimal source: shared objects file"))
         .anyMatch(l -> l.contains(" dev.pgtask.cli.TasksCommand source: shared objects file"));
+    assertSameAs(reference, pgtask(Map.of(), "tasks", "--url", db.fullUrl()));
 
     // corrupt in place (same size): the JVM's checksums refuse it, the command runs without it
     jsa.toFile().setWritable(true);
@@ -143,13 +161,14 @@ class LauncherCdsIT {
     return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
   }
 
-  /** The compiled classes in a jar whose manifest runs {@link Main} with the dependency jars. */
+  /** The compiled classes in a jar whose manifest runs {@link Main} with the dependency jars (by relative paths). */
   private static void writeCliJar(Path jar) throws IOException {
     Path classes = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().getPath());
     List<String> classPath = new ArrayList<>();
     for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
       if (entry.endsWith(".jar")) {
-        classPath.add(Path.of(entry).toUri().toString());
+        // relative to the jar, as class data sharing reads a Class-Path (it skips absolute URLs)
+        classPath.add(jar.getParent().relativize(Path.of(entry).toAbsolutePath()).toString());
       }
     }
     Manifest manifest = new Manifest();
