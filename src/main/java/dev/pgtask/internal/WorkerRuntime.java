@@ -66,6 +66,8 @@ public final class WorkerRuntime {
     // an idle worker's poll and tick run on the listener's session while it listens
     listener.sessionWork(producer.sessionPoll());
     listener.sessionWork(maintenance.sessionTick());
+    // and the leases of claimed tasks that wait: kept while the worker lives, whatever its pool can give
+    listener.sessionWork(executor.sessionRenewal());
     producer.listening(() -> listener.listeningSince() != 0);
   }
 

@@ -293,6 +293,11 @@ public final class Executor extends Service {
   }
 
   /** The tasks whose lease must be kept alive: those no transaction of ours has locked. */
+  /** The lease renewal, as work of the listener's session ({@link LeaseKeeper#sessionRenewal}). */
+  public dev.pgtask.internal.notifier.SessionWork sessionRenewal() {
+    return keeper.sessionRenewal();
+  }
+
   List<LocalTask> heldWithoutTransaction() {
     List<LocalTask> out = new ArrayList<>();
     for (LocalTask t : held.values()) {

@@ -1,6 +1,7 @@
 package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.Service;
+import dev.pgtask.internal.notifier.SessionWork;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.ExecuteQueries;
 import dev.pgtask.internal.sql.ExecuteQueries.Fence;
@@ -10,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.jooq.DSLContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,7 +57,7 @@ final class LeaseKeeper extends Service {
 
   @Override
   protected void run(int index) {
-    long every = Math.max(TimeUnit.MILLISECONDS.toNanos(50), config.leaseDuration().toNanos() / 3);
+    long every = every();
     long nextRenewal = System.nanoTime() + every;
     long lastCheck = 0;
     while (isRunning()) {
@@ -95,8 +97,58 @@ final class LeaseKeeper extends Service {
     }
   }
 
-  /** Renews the leases of the tasks held without a transaction. */
+  // System.nanoTime() of the next renewal on the listener's session (sessionRenewal()); when the
+  // session renews, the keeper's own renewal through the pool stands aside
+  private volatile long sessionRenewalDue = System.nanoTime();
+  private volatile long sessionRenewedAt;
+
+  private long every() {
+    return Math.max(TimeUnit.MILLISECONDS.toNanos(50), config.leaseDuration().toNanos() / 3);
+  }
+
+  /**
+   * The lease renewal as work of the listener's session (a direct connection of the worker's own,
+   * never borrowed from the pool): a claimed task that waits for a connection the pool cannot give
+   * (a session pooler out of server sessions, a pool exhausted by the application) keeps its lease
+   * while the worker lives, so no rescue takes it from a live worker. The keeper renews through the
+   * pool only while the session does not (the listener is down).
+   */
+  SessionWork sessionRenewal() {
+    return new SessionWork() {
+      // nothing held without a transaction: nothing to renew, no round of its own
+      @Override
+      public long dueAt() {
+        return executor.heldWithoutTransaction().isEmpty() ? System.nanoTime() + every() : sessionRenewalDue;
+      }
+
+      @Override
+      public boolean runsInRoundAt(long now) {
+        return sessionRenewalDue - now <= every() / 3 && !executor.heldWithoutTransaction().isEmpty();
+      }
+
+      @Override
+      public Runnable run(DSLContext tx, long now) {
+        sessionRenewalDue = now + every();
+        List<LocalTask> held = executor.heldWithoutTransaction();
+        long sent = System.nanoTime();
+        if (held.isEmpty()) {
+          return null;
+        }
+        Map<Long, Boolean> found = ExecuteQueries.extendLeases(tx, Executor.fences(held), config.leaseDuration());
+        return () -> {
+          sessionRenewedAt = sent;
+          executor.renewed(held, found, sent, false);
+        };
+      }
+    };
+  }
+
+  /** Renews the leases of the tasks held without a transaction, unless the session renewed them lately. */
   private void renew() {
+    long onSession = sessionRenewedAt;
+    if (onSession != 0 && System.nanoTime() - onSession < every() + every() / 2) {
+      return;
+    }
     List<LocalTask> held = executor.heldWithoutTransaction();
     if (held.isEmpty()) {
       return;
