@@ -507,8 +507,8 @@ public final class PgTask {
       } else if (payload instanceof JsonNode n) {
         node = n;
       } else {
-        // straight to text, without the tree in between (it cost a batch of records about half
-        // of the producer's CPU): Jackson writes an object as '{' first, anything else otherwise
+        // straight to text, without a tree in between (through the tree, 10,000 small records
+        // took 1.5 to 3 times as long): Jackson writes an object as '{' first, anything else otherwise
         String json = objectMapper.writeValueAsString(payload);
         if (json.startsWith("{")) {
           return json;
