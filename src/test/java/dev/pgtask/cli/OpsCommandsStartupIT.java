@@ -23,8 +23,9 @@ import org.junit.jupiter.api.io.TempDir;
  * a child JVM (as {@code bin/pgtask} runs them) with class loading logged, {@code status},
  * {@code locks}, {@code workers} and {@code tasks}, as tables and as JSON, with a live worker
  * holding a task and its tenant lock, load no class of Flyway, HikariCP, jOOQ or Jackson's data
- * binding. (Their wall time is measured in docs/benchmarks.md, not asserted: a bound that means
- * something would be flaky on a shared machine.)
+ * binding, and (their options being plain) build no picocli command model. (Their wall time is
+ * measured in docs/benchmarks.md, not asserted: a bound that means something would be flaky on a
+ * shared machine.)
  */
 class OpsCommandsStartupIT {
 
@@ -99,6 +100,9 @@ class OpsCommandsStartupIT {
       assertThat(loaded).as("classes of Flyway, HikariCP, jOOQ or Jackson databind loaded by the read commands")
           .filteredOn(c -> HEAVY.stream().anyMatch(c::startsWith))
           .isEmpty();
+      // plain options: parsed without picocli, which would build its model of the command by reflection
+      assertThat(loaded).as("picocli's command model built by the read commands")
+          .doesNotContain("picocli.CommandLine$Model$CommandSpec");
     } finally {
       release.countDown();
       worker.close();
