@@ -734,6 +734,8 @@ public final class Executor extends Service {
       }
     } catch (RuntimeException e) {
       if (claiming) {
+        // the answer could not be read: the connection may carry the claim's head's transaction
+        tx.abandon();
         claimLost();
       }
       throw e;
