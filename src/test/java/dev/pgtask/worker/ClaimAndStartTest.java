@@ -167,52 +167,6 @@ class ClaimAndStartTest {
     Leaks.assertPoolConnectionsClean(queue.pool(), 6);
   }
 
-  /**
-   * With the defaults (one task per transaction, no prefetch), a thread that finishes a task claims
-   * its next one in its commit's round trip and starts it on the same connection: a busy worker's
-   * tasks are handed over as an idle worker's head is, not claimed by the producer and re-locked
-   * in a round trip of their own; and the worker still never holds more tasks than it runs.
-   */
-  @Test
-  void aBusyWorkersThreadClaimsItsNextTaskInItsCommitAndHoldsNoMoreThanItRuns() throws Exception {
-    int n = 120;
-    int concurrency = 3;
-    Map<Long, String> handOverSeen = new ConcurrentHashMap<>();
-    Map<Long, Long> heldSeen = new ConcurrentHashMap<>();
-    for (int i = 0; i < n; i++) {
-      queue.pgtask().enqueue(NewTask.of("start.tx", Map.of("i", i), TaskOptions.defaults().withTenant("t" + (i % 40))));
-    }
-    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(concurrency)
-        .handler("start.tx", JsonNode.class, (ctx, p) -> {
-          // a session no claim handed a task to has no currval(): an error, undone to a savepoint
-          java.sql.Savepoint sp = ctx.connection().setSavepoint();
-          try (Statement st = ctx.connection().createStatement();
-              ResultSet rs = st.executeQuery("SELECT currval('pgtask.claim_head_id') || ':' || currval('pgtask.claim_head_attempt')")) {
-            rs.next();
-            handOverSeen.put(ctx.taskId(), rs.getString(1));
-          } catch (SQLException e) {
-            ctx.connection().rollback(sp);
-            handOverSeen.put(ctx.taskId(), "none");
-          }
-          heldSeen.put(ctx.taskId(), queue.sql().count("SELECT count(*) FROM pgtask.task WHERE state = 'running' AND owner = '"
-              + ctx.workerId() + "'"));
-        })
-        .build().start()) {
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.sql().count(
-          "SELECT count(*) FROM pgtask.task WHERE state = 'completed'") == n);
-    }
-    assertThat(heldSeen.values()).as("running tasks held by the worker, seen from each handler")
-        .allSatisfy(held -> assertThat(held).isLessThanOrEqualTo(concurrency));
-    long handedOver = handOverSeen.entrySet().stream().filter(e -> e.getValue().equals(e.getKey() + ":1")).count();
-    assertThat(handedOver).as("tasks started on the connection whose claim took them (of %d)", n)
-        .isGreaterThanOrEqualTo(n * 9 / 10);
-    assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE attempt <> 1")).as("tasks run more than once").isZero();
-    assertThat(queue.sql().rows("SELECT state FROM pg_stat_activity WHERE datname = current_database() "
-        + "AND state LIKE 'idle in transaction%'")).as("sessions left in a transaction").isEmpty();
-    Leaks.assertNoAdvisoryLocks(queue.database());
-    Leaks.assertPoolConnectionsClean(queue.pool(), 6);
-  }
-
   @Test
   void noPooledConnectionKeepsTheClaimsHandOverSettingAfterClaimAndStart() throws Exception {
     Map<Long, String> handOverSeen = new ConcurrentHashMap<>();
