@@ -167,6 +167,41 @@ class ClaimAndStartTest {
     Leaks.assertPoolConnectionsClean(queue.pool(), 6);
   }
 
+  /**
+   * The re-lock sent after the claim finds the head by its primary key: it reads the hand-over's
+   * currval() once, not per row (a volatile function compared with the id directly cannot be an
+   * index key, and every start into an idle worker scanned the whole task table). Seen from the
+   * head's transaction, which holds nothing but that re-lock: no sequential scan of pgtask.task.
+   */
+  @Test
+  void theClaimsHeadIsReLockedThroughThePrimaryKeyNotByScanningTheTable() throws Exception {
+    java.util.List<NewTask> others = new java.util.ArrayList<>();
+    for (int i = 0; i < 2_000; i++) {
+      others.add(NewTask.of("start.other", null));
+    }
+    queue.pgtask().enqueueAll(others);
+    long id = queue.pgtask().enqueue(NewTask.of("start.tx", null, TaskOptions.defaults().withTenant("acme")));
+    queue.sql().exec("ANALYZE pgtask.task");
+    int namespace = (int) queue.sql().count("SELECT lock_namespace FROM pgtask.settings");
+    org.postgresql.util.PGobject timeouts = new org.postgresql.util.PGobject();
+    timeouts.setType("jsonb");
+    timeouts.setValue("{\"start.tx\": \"30000\"}");
+    dev.pgtask.internal.sql.ClaimQueries.StartedClaim started = dev.pgtask.internal.sql.ClaimQueries.claimAndStart(
+        queue.pool(), List.of("default"), List.of("start.tx"), List.of(), 1, "relock-test", Duration.ofSeconds(30),
+        timeouts, namespace);
+    assertThat(started.headId()).isEqualTo(id);
+    assertThat(started.headLock()).isEqualTo(dev.pgtask.internal.sql.ExecuteQueries.LockResult.LOCKED);
+    try (Connection tx = started.transaction(); Statement st = tx.createStatement();
+        ResultSet rs = st.executeQuery("SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables "
+            + "WHERE relid = 'pgtask.task'::regclass")) {
+      rs.next();
+      assertThat(rs.getLong(1)).as("sequential scans of pgtask.task by the re-lock").isZero();
+      assertThat(rs.getLong(2)).as("index scans of pgtask.task by the re-lock").isPositive();
+      tx.rollback();
+      tx.setAutoCommit(true);
+    }
+  }
+
   @Test
   void noPooledConnectionKeepsTheClaimsHandOverSettingAfterClaimAndStart() throws Exception {
     Map<Long, String> handOverSeen = new ConcurrentHashMap<>();
