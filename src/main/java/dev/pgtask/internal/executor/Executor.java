@@ -6,9 +6,7 @@ import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
-import dev.pgtask.internal.sql.ClaimQueries;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
-import dev.pgtask.internal.sql.ClaimQueries.StartedClaim;
 import dev.pgtask.internal.sql.ExecuteQueries;
 import dev.pgtask.internal.sql.ExecuteQueries.HeldState;
 import dev.pgtask.internal.sql.ExecuteQueries.LockResult;
@@ -91,14 +89,6 @@ public final class Executor extends Service {
   private final int minClaim;
   private final Object capacityMonitor = new Object();
   private volatile LongSupplier listeningSince = () -> 0;
-  private final WorkerStats stats;
-  /**
-   * Whether a thread that finishes a task claims its next one in its commit's round trip: one task
-   * per transaction, no prefetch (the defaults), and a transactional kind to start.
-   */
-  private final boolean claimsInCommit;
-  private final org.postgresql.util.PGobject serverTimeouts;
-  private final List<String> plainKindList;
   private volatile boolean stopping;
   private volatile boolean closed;
 
@@ -123,10 +113,6 @@ public final class Executor extends Service {
     watchdog.setRemoveOnCancelPolicy(true); // one timer per task, almost all cancelled: don't keep them queued
     this.completer = new Completer(config, writer, this);
     this.keeper = new LeaseKeeper(config, this);
-    this.stats = stats;
-    this.plainKindList = plainKinds();
-    this.claimsInCommit = config.prefetch() == 0 && batchCapacity == 1 && plainKindList.size() < config.kinds().size();
-    this.serverTimeouts = serverTimeouts();
   }
 
   /** Starts the executor threads, the completer and the lease keeper. */
@@ -654,7 +640,7 @@ public final class Executor extends Service {
       }
       if (tx.pending.isEmpty() && (tx.size() >= tx.capacity
           || System.nanoTime() - tx.startNanos >= config.commitBatchTime().toNanos())) {
-        commit(w, claimsInCommit);
+        commit(w);
       }
     } catch (Throwable e) {
       // pgtask's own code failed around the task (a handler's throwable is an outcome, never here)
@@ -783,47 +769,15 @@ public final class Executor extends Service {
 
   /** Commits the thread's open transaction, if any, and reports its tasks. */
   void commit(Worker w) {
-    commit(w, false);
-  }
-
-  /**
-   * Commits the thread's open transaction, if any, and reports its tasks. With {@code claimNext}
-   * (a task transaction of one task, no prefetch, nothing waiting here), the commit's round trip
-   * also claims as many tasks as the transaction's tasks free slots and starts the first
-   * transactional one on the same connection ({@link ClaimQueries#completeCommitAndClaim}): the
-   * claimed tasks are registered before the finished ones free their slots, so the worker never
-   * holds more than it can start at once, and the producer, which claims for free slots, has none
-   * to claim for while every thread claims its own next task.
-   */
-  void commit(Worker w, boolean claimNext) {
     TaskTransaction tx = w.tx;
     if (tx == null) {
       return;
     }
     w.tx = null;
     int done;
-    StartedClaim claimed = null;
-    long claimNanos = 0;
-    boolean claiming = claimNext && tx.capacity == 1 && tx.recorded.isEmpty() && !tx.completed.isEmpty()
-        && !stopping && !closed && ready.isEmpty();
     try {
-      if (claiming) {
-        claimNanos = claimStarting();
-        ClaimQueries.CompletedAndClaimed r = tx.commitAndClaim(config, plainKindList, tx.size(), serverTimeouts);
-        done = r.completed();
-        claimed = r.claim();
-      } else {
-        done = tx.commit(tx.capacity == 1);
-      }
-    } catch (RuntimeException e) {
-      if (claiming) {
-        claimLost();
-      }
-      throw e;
+      done = tx.commit(tx.capacity == 1);
     } catch (SQLException e) {
-      if (claiming) {
-        claimLost();
-      }
       if (tx.capacity == 1 && tx.completed.size() == 1 && tx.transactionState() == TransactionState.FAILED) {
         // the check of the task's deferred constraints (or its savepoint's release) failed before
         // the COMMIT: the savepoint is still there, with the row and tenant locks above it
@@ -846,18 +800,6 @@ public final class Executor extends Service {
       transactionLost(w, tx, null, new TransactionLost(e, null, false));
       return;
     }
-    boolean handedOver = false;
-    if (claimed != null) {
-      // registered (their slots taken) before the finished tasks free theirs
-      countClaim(claimed.claim().tasks());
-      if (claimed.transaction() != null) {
-        submitStarted(claimed.claim().tasks(), claimed.transaction(), claimed.headId(), claimed.headLock(), claimNanos);
-        handedOver = true;
-      } else {
-        tx.rollbackQuietly(); // the open transaction after the claim holds nothing
-        submitAll(claimed.claim().tasks(), claimNanos);
-      }
-    }
     int i = 0;
     for (TaskTransaction.Run r : tx.completed) {
       writer.count(r.task(), r.outcome(), i++ < done ? TaskState.completed : null, r.startNanos());
@@ -867,37 +809,7 @@ public final class Executor extends Service {
       writer.count(r.task(), r.outcome(), r.result(), r.startNanos());
       finished(r.task());
     }
-    if (!handedOver) {
-      tx.close();
-    }
-  }
-
-  /** A claim sent with a commit failed: its answer, if it ran, is lost; what it left behind goes back. */
-  private void claimLost() {
-    try {
-      claimFailed();
-    } catch (RuntimeException e) {
-      log.warn("pgtask: could not put back what a lost claim left behind ({}); it is rescued after its lease",
-          e.getMessage());
-    }
-  }
-
-  /** Counts a claim made in a commit's round trip, as the producer counts its own. */
-  private void countClaim(List<Claimed> tasks) {
-    stats.claimQueries.incrementAndGet();
-    stats.lastClaimMillis.set(System.currentTimeMillis());
-    stats.claimed.addAndGet(tasks.size());
-    if (tasks.isEmpty() || config.metrics() == dev.pgtask.PgTaskMetrics.NOOP) {
-      return;
-    }
-    Map<String, Integer> perQueue = new java.util.HashMap<>();
-    for (Claimed t : tasks) {
-      perQueue.merge(t.queue(), 1, Integer::sum);
-      if (t.attempt() == 1) {
-        config.metrics().startLatency(t.queue(), t.kind(), Duration.between(t.runAt(), t.claimedAt()));
-      }
-    }
-    perQueue.forEach(config.metrics()::claimed);
+    tx.close();
   }
 
   private void transactionLost(Worker w, LocalTask current, TransactionLost lost) {

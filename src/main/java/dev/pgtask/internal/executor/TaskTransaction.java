@@ -197,35 +197,6 @@ final class TaskTransaction {
     return done;
   }
 
-  /**
-   * {@link #commit} for a transaction of one task, followed in the same round trip by a claim of up
-   * to {@code limit} tasks on this connection and the start of the first transactional one
-   * ({@link dev.pgtask.internal.sql.ClaimQueries#completeCommitAndClaim}). Afterwards the connection
-   * carries the claimed head's transaction (or an open transaction holding nothing, when the claim
-   * has no head): the caller hands it over or rolls it back, instead of {@link #close}.
-   */
-  dev.pgtask.internal.sql.ClaimQueries.CompletedAndClaimed commitAndClaim(dev.pgtask.internal.WorkerConfig config,
-      List<String> plainKinds, int limit, org.postgresql.util.PGobject serverTimeouts) throws SQLException {
-    List<Fence> fences = new ArrayList<>(completed.size());
-    for (Run r : completed) {
-      fences.add(r.task().fence);
-    }
-    Before before = !savepointOpen ? Before.NOTHING : Before.CHECK_AND_RELEASE;
-    var result = dev.pgtask.internal.sql.ClaimQueries.completeCommitAndClaim(conn, fences, before, config.queues(),
-        config.kinds(), plainKinds, limit, config.leaseDuration(), serverTimeouts, config.tenantLockNamespace());
-    savepointOpen = false;
-    return result;
-  }
-
-  /** Rolls back what the connection's open transaction holds, keeping the connection for {@link #close}. */
-  void rollbackQuietly() {
-    try {
-      conn.rollback();
-    } catch (SQLException ignored) {
-      // the connection is gone; the server rolled back
-    }
-  }
-
   /** Rolls back and returns the connection to the pool. */
   void abandon() {
     try {

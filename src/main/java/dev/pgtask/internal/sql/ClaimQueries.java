@@ -271,120 +271,53 @@ public final class ClaimQueries {
     try {
       conn = dataSource.getConnection();
       conn.setAutoCommit(false);
-      java.util.Map<String, Object> values = claimAndStartValues(conn, queues, kinds, plainKinds, limit, owner, lease,
-          serverTimeouts, namespace);
-      StartedClaim started;
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease);
+      values.put("plain_kinds", conn.createArrayOf("text", plainKinds.toArray()));
+      values.put("worker", owner);
+      values.put("timeouts", serverTimeouts);
+      values.put("idle_timeouts", serverTimeouts);
+      values.put("namespace", namespace);
+      List<Claimed> tasks = new ArrayList<>();
+      int lockedRows = 0;
+      Long headId = null;
+      ExecuteQueries.LockResult headLock = ExecuteQueries.LockResult.FENCED_OUT;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
         firstResultSet(ps);
-        started = readStartedClaim(ps, conn);
+        try (java.sql.ResultSet rs = ps.getResultSet()) {
+          while (rs.next()) {
+            long head = rs.getLong(12);
+            headId = rs.wasNull() ? null : head;
+            lockedRows = rs.getInt(10);
+            rs.getLong(1);
+            if (!rs.wasNull()) {
+              tasks.add(claimed(rs));
+            }
+          }
+        }
+        // COMMIT and BEGIN answer with update counts, the re-lock with a result set
+        while (!ps.getMoreResults()) {
+          if (ps.getUpdateCount() == -1) {
+            throw new IllegalStateException("the claim's re-lock returned no result set");
+          }
+        }
+        try (java.sql.ResultSet rs = ps.getResultSet()) {
+          if (rs.next()) {
+            headLock = ExecuteQueries.LockResult.of(rs.getBoolean(5), rs.getBoolean(6));
+          }
+        }
       }
-      handedOver = started.transaction() != null;
-      return started;
+      Claim claim = new Claim(tasks, lockedRows);
+      if (headId == null) {
+        return new StartedClaim(claim, null, 0, null);
+      }
+      handedOver = true;
+      return new StartedClaim(claim, conn, headId, headLock);
     } catch (java.sql.SQLException e) {
       throw new org.jooq.exception.DataAccessException("claim failed: " + e.getMessage(), e);
     } finally {
       if (conn != null && !handedOver) {
         closeQuietly(conn);
       }
-    }
-  }
-
-  private static java.util.Map<String, Object> claimAndStartValues(java.sql.Connection conn, List<String> queues,
-      List<String> kinds, List<String> plainKinds, int limit, String owner, Duration lease,
-      org.postgresql.util.PGobject serverTimeouts, int namespace) throws java.sql.SQLException {
-    java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease);
-    values.put("plain_kinds", conn.createArrayOf("text", plainKinds.toArray()));
-    values.put("worker", owner);
-    values.put("timeouts", serverTimeouts);
-    values.put("idle_timeouts", serverTimeouts);
-    values.put("namespace", namespace);
-    return values;
-  }
-
-  /**
-   * Reads a claim-and-start's answer, {@code ps} on the claim's result set: the claimed tasks, then
-   * (past the COMMIT and BEGIN) the head's re-lock. The transaction is {@code conn} when the claim
-   * has a head, else null (and {@code conn}'s open transaction holds nothing).
-   */
-  private static StartedClaim readStartedClaim(java.sql.PreparedStatement ps, java.sql.Connection conn)
-      throws java.sql.SQLException {
-    List<Claimed> tasks = new ArrayList<>();
-    int lockedRows = 0;
-    Long headId = null;
-    ExecuteQueries.LockResult headLock = ExecuteQueries.LockResult.FENCED_OUT;
-    try (java.sql.ResultSet rs = ps.getResultSet()) {
-      while (rs.next()) {
-        long head = rs.getLong(12);
-        headId = rs.wasNull() ? null : head;
-        lockedRows = rs.getInt(10);
-        rs.getLong(1);
-        if (!rs.wasNull()) {
-          tasks.add(claimed(rs));
-        }
-      }
-    }
-    // COMMIT and BEGIN answer with update counts, the re-lock with a result set
-    while (!ps.getMoreResults()) {
-      if (ps.getUpdateCount() == -1) {
-        throw new IllegalStateException("the claim's re-lock returned no result set");
-      }
-    }
-    try (java.sql.ResultSet rs = ps.getResultSet()) {
-      if (rs.next()) {
-        headLock = ExecuteQueries.LockResult.of(rs.getBoolean(5), rs.getBoolean(6));
-      }
-    }
-    Claim claim = new Claim(tasks, lockedRows);
-    return headId == null ? new StartedClaim(claim, null, 0, null) : new StartedClaim(claim, conn, headId, headLock);
-  }
-
-  /** What {@link #completeCommitAndClaim} did: the completions, and the claim that followed them. */
-  public record CompletedAndClaimed(int completed, StartedClaim claim) {}
-
-  // a task transaction's completions and COMMIT, then a claim-and-start, for n queues and each Before
-  private static final java.util.Map<String, PreparedQuery> COMPLETE_AND_CLAIM = new java.util.concurrent.ConcurrentHashMap<>();
-
-  /**
-   * Completes the tasks of the open task transaction {@code tx} and commits it (as
-   * {@link ExecuteQueries#completeAllAndCommit} does, with what {@code before} says first), then, on
-   * the same connection and in the same round trip, claims up to {@code limit} tasks and starts the
-   * first transactional one as {@link #claimAndStart} does: BEGIN, the claim, its COMMIT, BEGIN, the
-   * head's re-lock and its savepoint. The claim sees the completed rows and the tenant heads their
-   * commit handed on. An executor thread that finishes a task so claims its next one in the round
-   * trip of its commit, instead of a claim of its own (a transaction, a round trip, a connection
-   * from the pool and a hand-over between threads per task) and the re-lock's round trip.
-   *
-   * <p>A failed statement skips the ones after it: a failure before the task's COMMIT leaves its
-   * transaction aborted, as {@code completeAllAndCommit} does, and claims nothing; a failure after
-   * it (or a connection lost) throws too, and the caller treats the claim as one whose answer is
-   * lost. On success, {@code tx} carries the head's transaction when the claim has a head; otherwise
-   * an open transaction that holds nothing, to roll back.
-   */
-  public static CompletedAndClaimed completeCommitAndClaim(java.sql.Connection tx, List<ExecuteQueries.Fence> fences,
-      ExecuteQueries.Before before, List<String> queues, List<String> kinds, List<String> plainKinds, int limit,
-      Duration lease, org.postgresql.util.PGobject serverTimeouts, int namespace) throws java.sql.SQLException {
-    String owner = fences.get(0).owner();
-    PreparedQuery query = COMPLETE_AND_CLAIM.computeIfAbsent(before + "/" + queues.size(),
-        k -> ExecuteQueries.completeAllAndCommitQuery(before).followedBy("BEGIN")
-            .followedBy(claimAndStartPipeline(queues.size())));
-    java.util.Map<String, Object> values = claimAndStartValues(tx, queues, kinds, plainKinds, limit, owner, lease,
-        serverTimeouts, namespace);
-    values.putAll(ExecuteQueries.completionValues(tx, fences));
-    try (java.sql.PreparedStatement ps = query.prepare(tx, values)) {
-      ps.execute();
-      // past the update counts of what was sent before the completions
-      for (int skip = before == ExecuteQueries.Before.NOTHING ? 0 : before == ExecuteQueries.Before.RELEASE ? 1 : 2;
-          skip > 0; skip--) {
-        ps.getMoreResults();
-      }
-      int completed = ps.getUpdateCount();
-      // then COMMIT, BEGIN and SET LOCAL answer with update counts, the claim with a result set
-      while (!ps.getMoreResults()) {
-        if (ps.getUpdateCount() == -1) {
-          throw new IllegalStateException("the claim after the commit returned no result set");
-        }
-      }
-      return new CompletedAndClaimed(completed, readStartedClaim(ps, tx));
     }
   }
 
