@@ -72,18 +72,34 @@ public final class IdleCost {
         // the statistics of other backends are flushed at most once a second (idle ones within 10 s)
         sql.exec("SELECT pg_stat_clear_snapshot()");
         long before = xacts(sql);
+        long autoBefore = autovacuums(sql);
         long start = System.nanoTime();
+        java.time.Instant from = java.time.Instant.now();
         Thread.sleep(window.toMillis());
         long after = xacts(sql);
         double seconds = (System.nanoTime() - start) / 1e9;
-        // our own reads: one of them committed in the window (the first and this one each count once)
-        return new Result(n, seconds, after - before - 1);
+        // a session's start-up is a transaction of its own, which no statement log shows
+        long opened = sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_start > '"
+            + from + "'::timestamptz");
+        // autovacuum's passes over this database's tables (each a transaction of its own) are not the workers'
+        long autovacuumed = autovacuums(sql) - autoBefore;
+        System.out.printf("idle cost: %d worker(s), window %s to %s, sessions opened in it and still open: %d,"
+            + " autovacuum and autoanalyze runs in it: %d%n", n, from, java.time.Instant.now(), opened, autovacuumed);
+        // our own transactions in the count: the first read of the transactions (its commit comes after
+        // its snapshot), the first read of the autovacuum runs, and the pool's check (isValid) of the
+        // connection idle for the window before the last read
+        return new Result(n, seconds, after - before - 3);
       } finally {
         for (WorkerProcess w : workers) {
           w.close();
         }
       }
     }
+  }
+
+  /** Autovacuum and autoanalyze runs on this database's tables, catalogs included. */
+  private static long autovacuums(Db sql) throws Exception {
+    return sql.count("SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_all_tables");
   }
 
   /** Transactions ended in this database: committed and rolled back (an empty poll rolls back). */
