@@ -68,27 +68,31 @@ public final class IdleCost {
             .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
             .until(() -> sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 + "AND application_name LIKE 'pgtask listen idle-%'") == n);
-        Thread.sleep(settle.toMillis()); // a benchmark's settling time, not a wait for a condition
-        // the statistics of other backends are flushed at most once a second (idle ones within 10 s)
-        sql.exec("SELECT pg_stat_clear_snapshot()");
-        long before = xacts(sql);
-        long autoBefore = autovacuums(sql);
-        long start = System.nanoTime();
-        java.time.Instant from = java.time.Instant.now();
-        Thread.sleep(window.toMillis());
-        long after = xacts(sql);
-        double seconds = (System.nanoTime() - start) / 1e9;
-        // a session's start-up is a transaction of its own, which no statement log shows
-        long opened = sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_start > '"
-            + from + "'::timestamptz");
-        // autovacuum's passes over this database's tables (each a transaction of its own) are not the workers'
-        long autovacuumed = autovacuums(sql) - autoBefore;
-        System.out.printf("idle cost: %d worker(s), window %s to %s, sessions opened in it and still open: %d,"
-            + " autovacuum and autoanalyze runs in it: %d%n", n, from, java.time.Instant.now(), opened, autovacuumed);
-        // our own transactions in the count: the first read of the transactions (its commit comes after
-        // its snapshot), the first read of the autovacuum runs, and the pool's check (isValid) of the
-        // connection idle for the window before the last read
-        return new Result(n, seconds, after - before - 3);
+        // the pool's sessions end here: the reads below go through one session of their own, opened
+        // before the window, whose every transaction is known (the pool's sessions are not logged,
+        // having started before the ALTER DATABASE, and its keepalive checks would count too)
+        ((com.zaxxer.hikari.HikariDataSource) db.dataSource()).getHikariPoolMXBean().softEvictConnections();
+        try (java.sql.Connection reader = db.connect(); java.sql.Statement st = reader.createStatement()) {
+          reader.setAutoCommit(true);
+          Thread.sleep(settle.toMillis()); // a benchmark's settling time, not a wait for a condition
+          long before = xacts(st); // transaction 1 (its own commit comes after its snapshot)
+          long autoBefore = autovacuums(st); // transaction 2
+          long start = System.nanoTime();
+          java.time.Instant from = java.time.Instant.now();
+          Thread.sleep(window.toMillis());
+          // a new snapshot: the statistics of other backends are flushed at most once a second (idle ones within 10 s)
+          long after = xacts(st); // transaction 3, not in its own snapshot
+          double seconds = (System.nanoTime() - start) / 1e9;
+          // a session's start-up is a transaction of its own, which no statement log shows
+          long opened = value(st, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+              + " AND backend_start > '" + from + "'::timestamptz");
+          // autovacuum's passes over this database's tables (each a transaction of its own) are not the workers'
+          long autovacuumed = autovacuums(st) - autoBefore;
+          System.out.printf("idle cost: %d worker(s), window %s to %s, sessions opened in it and still open: %d,"
+              + " autovacuum and autoanalyze runs in it: %d%n", n, from, java.time.Instant.now(), opened, autovacuumed);
+          // our own transactions in the count: the first two reads
+          return new Result(n, seconds, after - before - 2);
+        }
       } finally {
         for (WorkerProcess w : workers) {
           w.close();
@@ -98,13 +102,20 @@ public final class IdleCost {
   }
 
   /** Autovacuum and autoanalyze runs on this database's tables, catalogs included. */
-  private static long autovacuums(Db sql) throws Exception {
-    return sql.count("SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_all_tables");
+  private static long autovacuums(java.sql.Statement st) throws Exception {
+    return value(st, "SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_all_tables");
   }
 
-  /** Transactions ended in this database: committed and rolled back (an empty poll rolls back). */
-  private static long xacts(Db sql) throws Exception {
-    return sql.count("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()");
+  /** Transactions ended in this database: committed and rolled back. */
+  private static long xacts(java.sql.Statement st) throws Exception {
+    return value(st, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()");
+  }
+
+  private static long value(java.sql.Statement st, String sql) throws Exception {
+    try (java.sql.ResultSet rs = st.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
+    }
   }
 
   public static void main(String[] args) throws Exception {
