@@ -13,7 +13,7 @@ import org.awaitility.Awaitility;
  * The cost of idle workers to the server: transactions per second in their database
  * ({@code pg_stat_database.xact_commit + xact_rollback}), with {@code n} idle worker processes and
  * no tasks. Used by
- * {@code IdleCostIT} (a generous bound) and by {@code main} (the figures in docs/benchmarks.md).
+ * {@code IdleCostIT} (the issue's bound of 0.4 per worker) and by {@code main} (the figures in docs/benchmarks.md).
  *
  * <pre>
  * mvn -q test-compile dependency:build-classpath -Dmdep.outputFile=target/test-classpath.txt -Dmdep.includeScope=test
