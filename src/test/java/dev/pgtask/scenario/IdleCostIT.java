@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
  * worker runs it). Measured: transactions ended per second (commits and rollbacks) in the workers'
  * database with 1 and with 4 idle worker processes at the default settings (docs/benchmarks.md,
  * "Idle cost"): the poll every 5 s and the tick every 10 s on the listener's own session, one
- * transaction for both when they fall together, no pool check, no ping. Before: 0.9 to 2.0 per
+ * transaction for both when they fall together, no pool check, no ping. Before: 1.4 to 1.6 per
  * worker (an empty poll rolled back the head transaction it had opened, the pool checked its
  * connection before each poll and each tick, the listener pinged every 10 s); before the elected
  * leader, every worker ran every pass: 2.7.

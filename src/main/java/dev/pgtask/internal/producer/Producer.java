@@ -22,7 +22,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>It waits for a wake-up (a notification for one of its queues, a listener reconnect, an
  * enqueue committed by {@code PgTask} in this JVM, see {@code LocalWake}) or the
- * poll interval (jittered by up to 10%), then claims in a loop: wait for room (fewer than
+ * poll interval (jittered by up to 10%), then claims in a loop. While the listener listens, the
+ * poll runs on its session ({@link #sessionPoll()}: a read of whether a claim would find a task,
+ * which wakes this producer when it would); otherwise the producer polls with a plain claim of its
+ * own. The claim loop: wait for room (fewer than
  * concurrency + prefetch tasks outstanding), claim at most that room (and at most the batch size) in
  * one statement, hand the tasks to the executor, and claim again at once while claims come back
  * full; a short claim means the queue is drained, so it waits again. With the default prefetch of
