@@ -159,22 +159,13 @@ public final class WorkerRuntime {
    * from stopping; the row then expires by itself.
    */
   private void deregister(long nanos) {
-    java.util.concurrent.CompletableFuture<Void> done = java.util.concurrent.CompletableFuture.runAsync(
-        () -> WorkerQueries.deregister(Sql.using(config.dataSource()), config.workerId()), runnable -> {
-          Thread t = new Thread(runnable, "pgtask-deregister-" + config.workerId());
-          t.setDaemon(true);
-          t.start();
-        });
-    try {
-      done.get(nanos, TimeUnit.NANOSECONDS);
-    } catch (java.util.concurrent.ExecutionException e) {
-      log.warn("pgtask: could not remove worker {} from the registry ({}); it expires by itself",
-          config.workerId(), e.getCause().getMessage());
-    } catch (java.util.concurrent.TimeoutException e) {
+    boolean finished = Bounded.run("pgtask-deregister-" + config.workerId(),
+        () -> WorkerQueries.deregister(Sql.using(config.dataSource()), config.workerId()), nanos,
+        e -> log.warn("pgtask: could not remove worker {} from the registry ({}); it expires by itself",
+            config.workerId(), e.getMessage()));
+    if (!finished) {
       log.warn("pgtask: removing worker {} from the registry did not finish within the shutdown timeout (no"
           + " connection from the pool?); it expires by itself", config.workerId());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
   }
 

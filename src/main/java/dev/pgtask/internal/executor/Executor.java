@@ -464,20 +464,12 @@ public final class Executor extends Service {
 
   /** Runs {@code step} on a daemon thread and waits for it until {@code deadline} (at least 100 ms). */
   private void bounded(String thread, Runnable step, long deadline, String what) {
-    java.util.concurrent.CompletableFuture<Void> done = java.util.concurrent.CompletableFuture.runAsync(step, r -> {
-      Thread t = new Thread(r, thread);
-      t.setDaemon(true);
-      t.start();
-    });
-    try {
-      done.get(Math.max(TimeUnit.MILLISECONDS.toNanos(100), deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-    } catch (java.util.concurrent.TimeoutException e) {
+    boolean finished = dev.pgtask.internal.Bounded.run(thread, step,
+        Math.max(TimeUnit.MILLISECONDS.toNanos(100), deadline - System.nanoTime()),
+        e -> log.warn("pgtask: {} failed at shutdown", what, e));
+    if (!finished) {
       log.warn("pgtask: {} did not finish within the shutdown timeout (no connection from the pool?); the tasks "
           + "concerned are rescued once this worker's row is gone", what);
-    } catch (java.util.concurrent.ExecutionException e) {
-      log.warn("pgtask: {} failed at shutdown", what, e.getCause());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
   }
 

@@ -30,8 +30,6 @@ public final class MaintenanceQueries {
   public static final int TENANT_REPAIR_LOCK_KEY = -2;
   /** Lock key of the retention pass. */
   public static final int PRUNE_LOCK_KEY = -3;
-  /** Lock key of the unhandled-kinds pass. */
-  public static final int UNHANDLED_LOCK_KEY = -4;
 
   /**
    * What {@code pgtask.maintenance_turn} answered: the term of the maintenance lease the caller
