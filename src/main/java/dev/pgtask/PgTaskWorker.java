@@ -45,12 +45,17 @@ public final class PgTaskWorker implements AutoCloseable {
   public static final int DEFAULT_CONCURRENCY = 10;
   /** Default maximum number of tasks claimed by one statement. */
   public static final int DEFAULT_BATCH_SIZE = 50;
-  /** Default number of claimed tasks that may wait locally for a free executor: none. */
-  public static final int DEFAULT_PREFETCH = 0;
-  /** Default number of tasks committed together: one transaction per task. */
-  public static final int DEFAULT_COMMIT_BATCH_SIZE = 1;
+  /**
+   * {@link Builder#prefetch} value for an adaptive prefetch: as many claimed tasks may wait locally
+   * as the worker finished in the last 100 ms, at most 400.
+   */
+  public static final int PREFETCH_AUTO = -1;
+  /** Default prefetch: adaptive ({@link #PREFETCH_AUTO}). */
+  public static final int DEFAULT_PREFETCH = PREFETCH_AUTO;
+  /** Default most tasks committed together (short tasks only; see {@link Builder#commitBatch}). */
+  public static final int DEFAULT_COMMIT_BATCH_SIZE = 32;
   /** Default longest time a transaction carrying several tasks stays open. */
-  public static final Duration DEFAULT_COMMIT_BATCH_TIME = Duration.ofMillis(50);
+  public static final Duration DEFAULT_COMMIT_BATCH_TIME = Duration.ofMillis(10);
   /** Default polling interval, used when no notification arrives. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(5);
   /** Default task timeout. */
@@ -306,10 +311,12 @@ public final class PgTaskWorker implements AutoCloseable {
     }
 
     /**
-     * Claimed tasks that may wait locally for a free executor (default 0: claim only what can start
-     * at once). A backlog then keeps executors busy without a claim round trip between tasks, and
-     * lets {@link #commitBatch} group tasks; the waiting tasks' leases are kept alive by the
-     * heartbeat. With several workers, prefetched tasks are not available to the others.
+     * Claimed tasks that may wait locally for a free executor (default {@link #PREFETCH_AUTO}: as many
+     * as this worker finished in the last 100 ms, at most 400; 0: claim only what can start at once).
+     * A backlog keeps executors busy without a claim round trip between tasks, and lets
+     * {@link #commitBatch} group tasks; the waiting tasks' leases are kept alive by the heartbeat.
+     * With several workers, prefetched tasks are not available to the others: the adaptive default
+     * keeps that to about 100 ms of this worker's work.
      */
     public Builder prefetch(int prefetch) {
       this.prefetch = prefetch;
@@ -317,10 +324,16 @@ public final class PgTaskWorker implements AutoCloseable {
     }
 
     /**
-     * Commit amortization (default 1: one transaction per task). With {@code maxTasks > 1}, an
-     * executor that finds more claimed tasks waiting runs them in one transaction, each in its own
-     * savepoint, and commits after {@code maxTasks} tasks, after {@code maxTime}, or as soon as no
-     * task is waiting. Each task stays atomic: a failing task rolls back only its savepoint, its
+     * Commit amortization (default 32 tasks, 10 ms; {@code maxTasks} 1: one transaction per task).
+     * An executor that finds more claimed tasks waiting runs them in one transaction, each in its own
+     * savepoint, and commits after {@code maxTasks} tasks, once the transaction has been open
+     * {@code maxTime}, or as soon as no task is waiting. Only short tasks share a transaction: a task
+     * joins one when its kind has run at least 4 times here, its recent runs took at most a quarter
+     * of {@code maxTime}, and it is expected to end before the transaction has been open
+     * {@code maxTime}; so a finished task waits for its commit about {@code maxTime}, unless a handler
+     * runs far longer than its kind's recent runs. A handler that changes a setting through the task's
+     * connection ({@code SET}, {@code RESET}, {@code set_config}) ends its batch, and its kind runs
+     * alone from then on. Each task stays atomic: a failing task rolls back only its savepoint, its
      * failure is recorded in the same transaction; the others' effects and completions commit
      * together. The price: a task's completion (and its tenant lock) waits for the batch's commit,
      * and a lost connection re-runs the whole batch. Needs {@link #prefetch} to find waiting tasks.
@@ -506,8 +519,8 @@ public final class PgTaskWorker implements AutoCloseable {
       if (batchSize < 1 || batchSize > 10_000) {
         errors.add("batchSize must be 1..10000, was " + batchSize);
       }
-      if (prefetch < 0 || prefetch > 10_000) {
-        errors.add("prefetch must be 0..10000, was " + prefetch);
+      if (prefetch < PREFETCH_AUTO || prefetch > 10_000) {
+        errors.add("prefetch must be 0..10000, or -1 (PREFETCH_AUTO), was " + prefetch);
       }
       if (commitBatchSize < 1 || commitBatchSize > 60) {
         errors.add("commitBatch maxTasks must be 1..60 (savepoints per transaction stay under PostgreSQL's"

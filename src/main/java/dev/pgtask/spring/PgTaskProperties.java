@@ -63,12 +63,12 @@ public class PgTaskProperties {
     private int concurrency = 10;
     /** Maximum tasks claimed by one statement. */
     private int batchSize = 50;
-    /** Claimed tasks that may wait locally for a free executor. */
-    private int prefetch = 0;
-    /** Tasks committed together in one transaction (1: one transaction per task). */
-    private int commitBatchSize = 1;
+    /** Claimed tasks that may wait locally for a free executor (-1: adaptive, what the last 100 ms finished, at most 400). */
+    private int prefetch = -1;
+    /** Most tasks committed together in one transaction, short tasks only (1: one transaction per task). */
+    private int commitBatchSize = 32;
     /** Longest time a transaction carrying several tasks stays open. */
-    private Duration commitBatchTime = Duration.ofMillis(50);
+    private Duration commitBatchTime = Duration.ofMillis(10);
     /** Polling interval when no notification arrives. */
     private Duration pollInterval = Duration.ofSeconds(5);
     /** Default task timeout (a handler may set its own). */

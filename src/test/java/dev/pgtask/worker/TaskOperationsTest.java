@@ -18,6 +18,7 @@ import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -113,10 +114,6 @@ class TaskOperationsTest {
     CountDownLatch unblock = new CountDownLatch(1);
     java.util.Set<Long> ran = java.util.concurrent.ConcurrentHashMap.newKeySet();
     TaskOptions batchQueue = TaskOptions.defaults().withQueue("ops-batch");
-    long first = queue.pgtask().enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
-    long blocker = queue.pgtask().enqueue(NewTask.of("test.batched", Map.of("block", true), batchQueue));
-    long target = queue.pgtask().enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
-    long last = queue.pgtask().enqueue(NewTask.of("test.batched", Map.of(), batchQueue));
     try (PgTaskWorker batching = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(8).queues("ops-batch")
         .commitBatch(8, Duration.ofSeconds(30))
         .handler("test.batched", (ctx, p) -> {
@@ -127,6 +124,20 @@ class TaskOperationsTest {
           }
         })
         .build().start()) {
+      // the kind's first runs, alone: tasks share a transaction only when their kind is known to be short
+      List<Long> warm = queue.pgtask().enqueueAll(List.of(NewTask.of("test.batched", Map.of(), batchQueue),
+          NewTask.of("test.batched", Map.of(), batchQueue), NewTask.of("test.batched", Map.of(), batchQueue),
+          NewTask.of("test.batched", Map.of(), batchQueue)));
+      await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.task WHERE state = 'completed' AND id IN ("
+          + warm.toString().replaceAll("[\\[\\]]", "") + ")") == warm.size());
+      ran.clear();
+      List<Long> ids = queue.pgtask().enqueueAll(List.of(NewTask.of("test.batched", Map.of(), batchQueue),
+          NewTask.of("test.batched", Map.of("block", true), batchQueue), NewTask.of("test.batched", Map.of(), batchQueue),
+          NewTask.of("test.batched", Map.of(), batchQueue)));
+      long first = ids.get(0);
+      long blocker = ids.get(1);
+      long target = ids.get(2);
+      long last = ids.get(3);
       assertThat(blockerStarted.await(10, TimeUnit.SECONDS)).as("the blocking task started").isTrue();
       // the target is locked ahead by the batch's transaction, not started
       try (Connection other = queue.database().connect(); Statement st = other.createStatement()) {
@@ -137,10 +148,10 @@ class TaskOperationsTest {
       Thread.sleep(500); // the control notification reaches the worker
       unblock.countDown();
       await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(target)) && "completed".equals(state(last)));
+      assertThat(ran).as("handlers that ran").containsExactlyInAnyOrder(first, blocker, last);
+      assertThat(state(first)).isEqualTo("completed");
+      assertThat(state(blocker)).isEqualTo("completed");
     }
-    assertThat(ran).as("handlers that ran").containsExactlyInAnyOrder(first, blocker, last);
-    assertThat(state(first)).isEqualTo("completed");
-    assertThat(state(blocker)).isEqualTo("completed");
   }
 
   @Test

@@ -69,8 +69,14 @@ public final class Executor extends Service {
   /** The executor threads' state, for the shutdown's last resort ({@link #abortTransactions}). */
   private final Set<Worker> workers = ConcurrentHashMap.newKeySet();
   final ScheduledThreadPoolExecutor watchdog;
-  private final int capacity;
+  private final int concurrency;
+  /** Claimed tasks that may wait for a thread; {@link dev.pgtask.PgTaskWorker#PREFETCH_AUTO}: by the recent pace. */
+  private final int fixedPrefetch;
+  private final RecentFinishes recentFinishes = new RecentFinishes();
   private final int batchCapacity;
+  private final long batchTimeNanos;
+  /** How long each kind's handlers ran lately: which tasks may share a transaction. */
+  private final KindPace pace = new KindPace();
   /** Every task claimed here whose outcome is not durable yet. Written by the claim and by {@link #finished}. */
   private final Map<Long, LocalTask> held = new ConcurrentHashMap<>();
   /** Claimed tasks waiting for a thread, in claim order. */
@@ -86,7 +92,6 @@ public final class Executor extends Service {
    * whose completion waits in the {@link Completer} is still held, but no longer occupies a slot.
    */
   private final AtomicInteger occupied = new AtomicInteger();
-  private final int minClaim;
   private final Object capacityMonitor = new Object();
   private volatile LongSupplier listeningSince = () -> 0;
   private volatile boolean stopping;
@@ -99,12 +104,10 @@ public final class Executor extends Service {
     this.config = config;
     this.outcomes = new Outcomes(config);
     this.writer = new OutcomeWriter(config, stats);
-    this.capacity = config.concurrency() + config.prefetch();
+    this.concurrency = config.concurrency();
+    this.fixedPrefetch = config.prefetch();
     this.batchCapacity = Math.max(1, config.commitBatchSize());
-    // with prefetch, wait for room for a good-sized claim: claiming one task per freed slot would
-    // turn the claim round trip into the bottleneck and starve commit batching of waiting tasks
-    this.minClaim = config.prefetch() == 0 ? 1
-        : Math.max(1, Math.min(config.batchSize(), (config.prefetch() + 1) / 2));
+    this.batchTimeNanos = config.commitBatchTime().toNanos();
     this.watchdog = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "pgtask-watchdog");
       t.setDaemon(true);
@@ -142,12 +145,63 @@ public final class Executor extends Service {
    * may be claimed (at most {@code max}).
    */
   public int awaitCapacity(int max) throws InterruptedException {
-    int least = Math.min(max, minClaim);
     synchronized (capacityMonitor) {
-      while (capacity - occupied.get() < least) {
+      while (true) {
+        int prefetch = prefetch();
+        int room = concurrency + prefetch - occupied.get();
+        if (room >= Math.min(max, minClaim(prefetch))) {
+          return Math.min(max, room);
+        }
         capacityMonitor.wait();
       }
-      return Math.min(max, capacity - occupied.get());
+    }
+  }
+
+  /**
+   * How many claimed tasks may wait here for a thread now: the configured prefetch, or with the
+   * default ({@link dev.pgtask.PgTaskWorker#PREFETCH_AUTO}) as many as this worker finished in the
+   * last 100 ms, at most {@link #AUTO_PREFETCH_MAX}: a task claimed ahead waits here about 100 ms at
+   * most at the recent pace, and a worker of long tasks claims only what it can start.
+   */
+  int prefetch() {
+    return fixedPrefetch >= 0 ? fixedPrefetch : Math.min(AUTO_PREFETCH_MAX, recentFinishes.count(System.nanoTime()));
+  }
+
+  /** The most claimed tasks the adaptive prefetch lets wait here. */
+  static final int AUTO_PREFETCH_MAX = 400;
+
+  /**
+   * With prefetch, wait for room for a good-sized claim: claiming one task per freed slot would turn
+   * the claim round trip into the bottleneck and starve commit batching of waiting tasks.
+   */
+  private int minClaim(int prefetch) {
+    return prefetch == 0 ? 1 : Math.max(1, Math.min(config.batchSize(), (prefetch + 1) / 2));
+  }
+
+  /** Tasks finished in the current and the previous 100-ms window (the larger count). */
+  private static final class RecentFinishes {
+    private static final long WINDOW = 100_000_000L;
+    private long windowStart = System.nanoTime();
+    private int current;
+    private int previous;
+
+    synchronized void add(long now) {
+      roll(now);
+      current++;
+    }
+
+    synchronized int count(long now) {
+      roll(now);
+      return Math.max(current, previous);
+    }
+
+    private void roll(long now) {
+      long age = now - windowStart;
+      if (age >= WINDOW) {
+        previous = age < 2 * WINDOW ? current : 0;
+        current = 0;
+        windowStart = age < 2 * WINDOW ? windowStart + WINDOW : now;
+      }
     }
   }
 
@@ -160,7 +214,14 @@ public final class Executor extends Service {
   void freeSlot(LocalTask t) {
     if (t.freeSlot()) {
       int now = occupied.decrementAndGet();
-      if (capacity - now >= minClaim) {
+      int prefetch;
+      if (fixedPrefetch >= 0) {
+        prefetch = fixedPrefetch;
+      } else {
+        recentFinishes.add(System.nanoTime());
+        prefetch = prefetch();
+      }
+      if (concurrency + prefetch - now >= minClaim(prefetch)) {
         synchronized (capacityMonitor) {
           capacityMonitor.notifyAll();
         }
@@ -596,7 +657,7 @@ public final class Executor extends Service {
         // a claim's head, whose transaction the claim opened: this thread's transaction ends first
         // (its next task must not wait for a row lock that a transaction without a thread holds)
         commit(w);
-        w.tx = TaskTransaction.adopt(a.conn(), batchCapacity, t.id(), a.lock());
+        w.tx = TaskTransaction.adopt(a.conn(), batchable(t) ? batchCapacity : 1, t.id(), a.lock());
       }
       if (stopping && (w.tx == null || !w.tx.hasLocked(t))) {
         writeAlone(t, new Outcome.Released(), System.nanoTime());
@@ -608,12 +669,12 @@ public final class Executor extends Service {
         runPlain(t, handler);
         return;
       }
-      if (alone) {
+      if (alone || (w.tx != null && !w.tx.hasLocked(t) && !joins(w.tx, t, 0))) {
         commit(w);
       }
       if (w.tx == null) {
         try {
-          w.tx = TaskTransaction.open(config.dataSource(), alone ? 1 : batchCapacity);
+          w.tx = TaskTransaction.open(config.dataSource(), alone || !batchable(t) ? 1 : batchCapacity);
         } catch (SQLException e) {
           log.warn("pgtask: no connection to run task {} ({}); putting it back", t.id(), e.getMessage());
           writeAlone(t, new Outcome.Released(), System.nanoTime());
@@ -630,8 +691,19 @@ public final class Executor extends Service {
         transactionLost(w, t, lost);
         return;
       }
-      if (tx.pending.isEmpty() && (tx.size() >= tx.capacity
-          || System.nanoTime() - tx.startNanos >= config.commitBatchTime().toNanos())) {
+      if (tx.settingsChanged && w.tx == tx) {
+        // a setting the handler made outlives its savepoint: no later task may run in this transaction
+        List<LocalTask> later = new ArrayList<>(tx.pending);
+        tx.pending.clear();
+        commit(w);
+        renewLeases(later);
+        for (int i = later.size() - 1; i >= 0; i--) {
+          later.get(i).requeued();
+          ready.offerFirst(later.get(i)); // next, in claim order, in a new transaction
+        }
+        return;
+      }
+      if (tx.pending.isEmpty() && (tx.size() >= tx.capacity || System.nanoTime() - tx.startNanos >= batchTimeNanos)) {
         commit(w);
       }
     } catch (Throwable e) {
@@ -644,6 +716,29 @@ public final class Executor extends Service {
   }
 
   /**
+   * Whether {@code t} may open a transaction that carries more tasks after it: commit batching is on
+   * and its kind's recent runs took at most a quarter of the batch's time. Otherwise its transaction
+   * carries it alone, and nothing it finishes waits for another task.
+   */
+  private boolean batchable(LocalTask t) {
+    return batchCapacity > 1 && !t.plain && pace.expectedNanos(t.claimed.kind()) <= batchTimeNanos / 4;
+  }
+
+  /**
+   * Whether {@code t} may join {@code tx}, whose tasks are expected to take {@code plannedNanos} more:
+   * there is room, and by its kind's recent runs it will be done before the transaction has been open
+   * for the batch's time. The tasks already finished in {@code tx} wait for their commit at most that
+   * long, unless a handler takes far longer than its kind's recent runs.
+   */
+  private boolean joins(TaskTransaction tx, LocalTask t, long plannedNanos) {
+    if (tx.capacity == 1 || tx.size() >= tx.capacity || !batchable(t)) {
+      return false;
+    }
+    long expected = pace.expectedNanos(t.claimed.kind());
+    return System.nanoTime() - tx.startNanos + plannedNanos + expected <= batchTimeNanos;
+  }
+
+  /**
    * Locks {@code first} for execution in the transaction; with commit batching, also up to the
    * transaction's remaining room of waiting transactional tasks, in the same round trip (their rows
    * and tenant locks are held until it commits either way). They run next, in claim order.
@@ -652,6 +747,7 @@ public final class Executor extends Service {
     List<LocalTask> chunk = new ArrayList<>();
     chunk.add(first);
     int room = tx.capacity - tx.size() - 1;
+    long planned = room > 0 ? pace.expectedNanos(first.claimed.kind()) : 0;
     while (room > 0) {
       LocalTask next = ready.poll();
       if (next == null) {
@@ -659,10 +755,13 @@ public final class Executor extends Service {
       }
       // a plain task runs outside; a claim's head is locked by its own transaction already (locking
       // it here would wait for that transaction, which waits for a thread); a stopped one needs no lock
-      if (next.plain || adopted.containsKey(next.id()) || next.stopReason() != LocalTask.Stop.NONE) {
+      // nor one whose kind, by its recent runs, might not be done within the batch's time
+      if (next.plain || adopted.containsKey(next.id()) || next.stopReason() != LocalTask.Stop.NONE
+          || !joins(tx, next, planned)) {
         ready.offerFirst(next);
         break;
       }
+      planned += pace.expectedNanos(next.claimed.kind());
       chunk.add(next);
       room--;
     }
@@ -715,6 +814,11 @@ public final class Executor extends Service {
           t.claimed.claimedAt().plus(timeout));
       outcome = supervise(t, handler, payload.value(), timeout);
       t.finishing();
+      pace.ran(t.claimed.kind(), System.nanoTime() - startNanos);
+      if (TaskConnection.changedSettings(handlerConnection)) {
+        tx.settingsChanged = true;
+        pace.changesSettings(t.claimed.kind());
+      }
       TransactionState state = tx.transactionState();
       if (state == TransactionState.IDLE) {
         throw new TransactionLost(new SQLException("the handler ended the task's transaction"), t, true);
@@ -844,19 +948,24 @@ public final class Executor extends Service {
         again.add(t);
       }
     }
-    if (!again.isEmpty()) {
-      // their rows are unlocked now: keep their leases from running out while they wait
-      long sent = System.nanoTime();
-      try {
-        renewed(again, ExecuteQueries.extendLeases(Sql.using(config.dataSource()), fences(again),
-            config.leaseDuration()), sent, false);
-      } catch (RuntimeException e) {
-        log.warn("pgtask: renewing the leases of {} task(s) failed: {}", again.size(), e.getMessage());
-      }
-      for (LocalTask t : again) {
-        t.requeued();
-        w.alone.add(t);
-      }
+    renewLeases(again);
+    for (LocalTask t : again) {
+      t.requeued();
+      w.alone.add(t);
+    }
+  }
+
+  /** Tasks taken out of a transaction that ended: their rows are unlocked now, so their leases must not run out while they wait. */
+  private void renewLeases(List<LocalTask> tasks) {
+    if (tasks.isEmpty()) {
+      return;
+    }
+    long sent = System.nanoTime();
+    try {
+      renewed(tasks, ExecuteQueries.extendLeases(Sql.using(config.dataSource()), fences(tasks),
+          config.leaseDuration()), sent, false);
+    } catch (RuntimeException e) {
+      log.warn("pgtask: renewing the leases of {} task(s) failed: {}", tasks.size(), e.getMessage());
     }
   }
 

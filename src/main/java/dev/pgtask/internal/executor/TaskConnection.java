@@ -6,7 +6,9 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * The connection a handler sees: the task transaction's connection, minus the calls that would
@@ -14,6 +16,11 @@ import java.util.Set;
  * close is ignored so try-with-resources is harmless), and with a hook that runs before the
  * handler's first database call. With commit batching the hook opens the task's savepoint, so a
  * handler that does no database work costs no savepoint round trips.
+ *
+ * <p>It also notices SQL text that changes a setting ({@code SET}, {@code RESET},
+ * {@code set_config(...)}), sent through it or through its statements: such a setting outlives the
+ * task's savepoint, so a transaction carrying several tasks commits right after that task, before
+ * the next one could see it (settings changed inside functions the handler calls are not seen).
  */
 final class TaskConnection implements InvocationHandler {
 
@@ -22,9 +29,15 @@ final class TaskConnection implements InvocationHandler {
       "getWarnings", "clearWarnings", "getMetaData", "isReadOnly", "getCatalog", "getSchema",
       "getTransactionIsolation", "getHoldability", "getClientInfo", "getTypeMap", "getNetworkTimeout");
 
+  /** SQL text that changes a setting: a statement starting with SET or RESET, or a call of set_config. */
+  private static final Pattern SETTING = Pattern.compile("(?is)(^|;)\\s*(set|reset)\\s|set_config\\s*\\(");
+  private static final Set<String> SQL_METHODS = Set.of("prepareStatement", "prepareCall", "execute", "executeQuery",
+      "executeUpdate", "executeLargeUpdate", "addBatch");
+
   private final Connection real;
   private final SqlRunnable beforeFirstUse;
   private boolean used;
+  private volatile boolean changedSettings;
 
   /** Something to run before the first database call; may throw SQLException. */
   @FunctionalInterface
@@ -40,6 +53,18 @@ final class TaskConnection implements InvocationHandler {
   static Connection wrap(Connection real, SqlRunnable beforeFirstUse) {
     return (Connection) Proxy.newProxyInstance(TaskConnection.class.getClassLoader(),
         new Class<?>[] {Connection.class}, new TaskConnection(real, beforeFirstUse));
+  }
+
+  /** Whether SQL sent through {@code wrapped} (made by {@link #wrap}) changed a setting. */
+  static boolean changedSettings(Connection wrapped) {
+    return Proxy.getInvocationHandler(wrapped) instanceof TaskConnection tc && tc.changedSettings;
+  }
+
+  private void inspect(String name, Object[] args) {
+    if (!changedSettings && SQL_METHODS.contains(name) && args != null && args.length > 0
+        && args[0] instanceof String sql && SETTING.matcher(sql).find()) {
+      changedSettings = true;
+    }
   }
 
   @Override
@@ -60,10 +85,29 @@ final class TaskConnection implements InvocationHandler {
         }
       }
     }
+    inspect(name, args);
+    Object result;
     try {
-      return method.invoke(real, args);
+      result = method.invoke(real, args);
     } catch (InvocationTargetException e) {
       throw e.getCause();
     }
+    if (name.equals("createStatement") && result instanceof Statement st) {
+      return watched(st);
+    }
+    return result;
+  }
+
+  /** A plain statement whose SQL text is inspected too (prepared statements' text is seen when prepared). */
+  private Statement watched(Statement st) {
+    return (Statement) Proxy.newProxyInstance(TaskConnection.class.getClassLoader(), new Class<?>[] {Statement.class},
+        (proxy, method, args) -> {
+          inspect(method.getName(), args);
+          try {
+            return method.invoke(st, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
   }
 }

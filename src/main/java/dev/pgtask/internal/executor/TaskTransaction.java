@@ -48,6 +48,8 @@ final class TaskTransaction {
   final List<Run> completed = new ArrayList<>();
   /** Ended otherwise, their outcome written in this transaction: durable with the commit. */
   final List<Run> recorded = new ArrayList<>();
+  /** Whether a handler changed a setting in it (see {@link TaskConnection}): it carries no further task. */
+  boolean settingsChanged;
   /** Whether savepoint pgtask_task is open. */
   private boolean savepointOpen;
 

@@ -1,0 +1,234 @@
+package dev.pgtask.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.pgtask.NewTask;
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.TaskOptions;
+import dev.pgtask.testsupport.Leaks;
+import dev.pgtask.testsupport.QueueDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * The defaults commit short tasks together, and only short ones: a task shares its transaction only
+ * when its kind's recent runs say it will be done within the batch's time, so a finished task's
+ * commit never waits behind a kind that ran long lately, nor behind a kind not seen yet; and a
+ * finished task waits for its commit at most about the batch's time. The adaptive prefetch claims
+ * ahead only what the worker finishes in about 100 ms, so a worker of long tasks leaves the rest to
+ * the others.
+ */
+class DefaultCommitBatchingTest {
+
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("default_batching", 14);
+
+  final List<PgTaskWorker> workers = new ArrayList<>();
+  /** task id -> the transaction its handler ran in. */
+  final Map<Long, Long> transactionOf = new ConcurrentHashMap<>();
+  /** task id -> System.nanoTime() when its handler returned. */
+  final Map<Long, Long> returnedAt = new ConcurrentHashMap<>();
+  /** task id -> System.nanoTime() when another session first saw it completed. */
+  final Map<Long, Long> seenCompletedAt = new ConcurrentHashMap<>();
+  /** task id -> the worker (A or B) that ran it. */
+  final Map<Long, String> ranBy = new ConcurrentHashMap<>();
+  final AtomicBoolean watching = new AtomicBoolean();
+  Thread watcher;
+
+  @BeforeEach
+  void clean() throws Exception {
+    queue.sql().exec("DELETE FROM pgtask.task");
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    watching.set(false);
+    if (watcher != null) {
+      watcher.join(5_000);
+    }
+    for (PgTaskWorker w : workers) {
+      w.close();
+    }
+    Leaks.assertNoAdvisoryLocks(queue.database());
+  }
+
+  /** Handlers "quick" (no wait) and "sleepy" (sleeps the payload's ms), each recording its transaction. */
+  private PgTaskWorker.Builder builder(String name) {
+    return PgTaskWorker.builder(queue.pool()).pollInterval(Duration.ofMillis(200)).shutdownTimeout(Duration.ofSeconds(5))
+        .handler("quick", JsonNode.class, (ctx, p) -> record(ctx.taskId(), ctx.connection(), name))
+        .handler("sleepy", JsonNode.class, (ctx, p) -> {
+          Thread.sleep(p.path("ms").asLong());
+          record(ctx.taskId(), ctx.connection(), name);
+        })
+        .handler("fresh", JsonNode.class, (ctx, p) -> {
+          Thread.sleep(p.path("ms").asLong());
+          record(ctx.taskId(), ctx.connection(), name);
+        });
+  }
+
+  private void record(long taskId, Connection c, String worker) throws Exception {
+    try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT txid_current()")) {
+      rs.next();
+      transactionOf.put(taskId, rs.getLong(1));
+    }
+    ranBy.put(taskId, worker);
+    returnedAt.put(taskId, System.nanoTime());
+  }
+
+  private PgTaskWorker start(PgTaskWorker.Builder b) {
+    PgTaskWorker w = b.build().start();
+    workers.add(w);
+    return w;
+  }
+
+  private static NewTask quick() {
+    return NewTask.of("quick", Map.of(), TaskOptions.defaults());
+  }
+
+  private static NewTask sleepy(String kind, long ms) {
+    return NewTask.of(kind, Map.of("ms", ms), TaskOptions.defaults());
+  }
+
+  private void awaitCompleted(List<Long> ids) {
+    String in = ids.toString().replaceAll("[\\[\\]]", "");
+    await("tasks completed").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).until(() -> queue.sql()
+        .count("SELECT count(*) FROM pgtask.task WHERE state = 'completed' AND id IN (" + in + ")") == ids.size());
+  }
+
+  /** Runs {@code tasks} through the worker and waits for them: the kinds' warm-up. */
+  private void runAndWait(List<NewTask> tasks) {
+    awaitCompleted(queue.pgtask().enqueueAll(tasks));
+  }
+
+  /** From another session, notes when each task is first seen completed (every 2 ms). */
+  private void watchCompletions() throws Exception {
+    watching.set(true);
+    Connection c = queue.pool().getConnection();
+    watcher = new Thread(() -> {
+      try (c; PreparedStatement ps = c.prepareStatement("SELECT id FROM pgtask.task WHERE state = 'completed'")) {
+        while (watching.get()) {
+          long now = System.nanoTime();
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              seenCompletedAt.putIfAbsent(rs.getLong(1), now);
+            }
+          }
+          Thread.sleep(2);
+        }
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    }, "completion-watcher");
+    watcher.start();
+  }
+
+  private long commitLagMillis(long id) {
+    return (seenCompletedAt.get(id) - returnedAt.get(id)) / 1_000_000;
+  }
+
+  @Test
+  void theDefaultsCommitTheShortTasksOfAKnownKindTogether() throws Exception {
+    start(builder("A"));
+    runAndWait(List.of(quick(), quick(), quick(), quick(), quick(), quick()));
+    List<NewTask> tasks = new ArrayList<>();
+    for (int i = 0; i < 1_000; i++) {
+      tasks.add(NewTask.of("quick", Map.of(), TaskOptions.defaults().withTenant("t" + (i % 50))));
+    }
+    List<Long> ids = queue.pgtask().enqueueAll(tasks);
+    awaitCompleted(ids);
+    Set<Long> transactions = new HashSet<>();
+    ids.forEach(id -> transactions.add(transactionOf.get(id)));
+    assertThat(transactions.size()).as("transactions that carried 1,000 short tasks").isLessThan(500);
+  }
+
+  @Test
+  void aFinishedTaskIsNotHeldBehindAKindWhoseRecentRunsWereLong() throws Exception {
+    start(builder("A").concurrency(1).prefetch(20));
+    runAndWait(List.of(quick(), quick(), quick(), quick(), quick(), quick()));
+    runAndWait(List.of(sleepy("sleepy", 50), sleepy("sleepy", 50), sleepy("sleepy", 50), sleepy("sleepy", 50)));
+    watchCompletions();
+    List<Long> ids = queue.pgtask().enqueueAll(List.of(quick(), quick(), quick(), sleepy("sleepy", 1_500), quick()));
+    awaitCompleted(ids);
+    assertHeldNotBehind(ids, 3);
+  }
+
+  @Test
+  void aKindNotSeenBeforeRunsInATransactionOfItsOwn() throws Exception {
+    start(builder("A").concurrency(1).prefetch(20));
+    runAndWait(List.of(quick(), quick(), quick(), quick(), quick(), quick()));
+    watchCompletions();
+    List<Long> ids = queue.pgtask().enqueueAll(List.of(quick(), quick(), quick(), sleepy("fresh", 1_500), quick()));
+    awaitCompleted(ids);
+    assertHeldNotBehind(ids, 3);
+  }
+
+  /** The quick tasks before the long one at {@code longAt} shared a transaction, committed before it ended. */
+  private void assertHeldNotBehind(List<Long> ids, int longAt) {
+    long longTask = ids.get(longAt);
+    assertThat(transactionOf.get(ids.get(0))).as("the first quick tasks shared a transaction (batching happened)")
+        .isEqualTo(transactionOf.get(ids.get(1)));
+    for (int i = 0; i < longAt; i++) {
+      assertThat(transactionOf.get(ids.get(i))).as("quick task %d's transaction vs the long task's", i)
+          .isNotEqualTo(transactionOf.get(longTask));
+      assertThat(commitLagMillis(ids.get(i))).as("ms from quick task %d's return to its commit (the long task sleeps 1,500)", i)
+          .isLessThan(700);
+    }
+  }
+
+  @Test
+  void aFinishedTaskWaitsForItsCommitAtMostAboutTheBatchTime() throws Exception {
+    start(builder("A").concurrency(1).prefetch(60).commitBatch(32, Duration.ofMillis(40)));
+    runAndWait(List.of(sleepy("sleepy", 8), sleepy("sleepy", 8), sleepy("sleepy", 8), sleepy("sleepy", 8)));
+    watchCompletions();
+    List<NewTask> tasks = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      tasks.add(sleepy("sleepy", 8));
+    }
+    List<Long> ids = queue.pgtask().enqueueAll(tasks);
+    awaitCompleted(ids);
+    Set<Long> transactions = new HashSet<>();
+    long worst = 0;
+    for (long id : ids) {
+      transactions.add(transactionOf.get(id));
+      worst = Math.max(worst, commitLagMillis(id));
+    }
+    assertThat(transactions.size()).as("transactions for 40 tasks of 8 ms (batching happened)").isLessThan(30);
+    // 40 ms and one task of 8 ms, plus scheduling; without the bound a batch of 32 holds its first ~250 ms
+    assertThat(worst).as("longest ms from a handler's return to its commit").isLessThan(150);
+  }
+
+  @Test
+  void withTheDefaultsAWorkerOfLongTasksClaimsOnlyWhatItCanStart() throws Exception {
+    PgTaskWorker a = start(builder("A").concurrency(2));
+    runAndWait(List.of(sleepy("sleepy", 1), sleepy("sleepy", 1)));
+    List<NewTask> tasks = new ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      tasks.add(sleepy("sleepy", 400));
+    }
+    List<Long> ids = queue.pgtask().enqueueAll(tasks);
+    await("worker A started its first tasks").atMost(Duration.ofSeconds(10))
+        .until(() -> queue.sql().count("SELECT count(*) FROM pgtask.task WHERE state = 'running' AND id IN ("
+            + ids.toString().replaceAll("[\\[\\]]", "") + ")") > 0);
+    start(builder("B").concurrency(2));
+    awaitCompleted(ids);
+    long byB = ids.stream().filter(id -> "B".equals(ranBy.get(id))).count();
+    assertThat(byB).as("of 12 tasks of 400 ms, those run by worker B, started after A had claimed").isGreaterThanOrEqualTo(3);
+    assertThat(a).isNotNull();
+  }
+}
