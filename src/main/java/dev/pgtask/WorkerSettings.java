@@ -13,7 +13,7 @@ import java.util.List;
  * @param kinds the kinds it has handlers for (the only kinds it claims)
  * @param concurrency tasks executed at once
  * @param batchSize most tasks claimed by one statement
- * @param prefetch claimed tasks that may wait locally for a free executor
+ * @param prefetch claimed tasks that may wait locally for a free executor ({@link PgTaskWorker#PREFETCH_AUTO}: adaptive)
  * @param commitBatchSize most tasks committed together (1: one transaction per task)
  * @param commitBatchTime longest time a transaction carrying several tasks stays open
  * @param pollInterval polling interval when no notification arrives
