@@ -72,9 +72,13 @@ class StarvedPoolLeaseTest {
               }).build().start();
           try {
             PgTask pgtask = PgTask.create(db.dataSource());
+            // in one statement: one notification, and a claim that finds all six before the pooler's
+            // two sessions are taken by running tasks (later claims would wait for a session)
+            java.util.List<NewTask> six = new java.util.ArrayList<>();
             for (int i = 0; i < 6; i++) {
-              pgtask.enqueue(NewTask.of("sl.hold", Map.of(), TaskOptions.defaults().withQueue("starved")));
+              six.add(NewTask.of("sl.hold", Map.of(), TaskOptions.defaults().withQueue("starved")));
             }
+            pgtask.enqueueAll(six);
             // two run and hold the pooler's two sessions; the others are claimed and wait for a connection
             await().atMost(Duration.ofSeconds(30)).until(() -> running.get() == 2);
             await().atMost(Duration.ofSeconds(30)).until(() ->
