@@ -95,6 +95,8 @@ $$;
 -- pushed later, blocked, moved to another queue), handed on together. A tenant whose running task
 -- stopped may have due heads the claim passed over while it ran (in other queues, or a failed
 -- head whose retry came due): their queues are woken too, or they would wait for the next poll.
+-- "Due" by the clock, not by now(): the statement runs in the task's transaction, which began
+-- before the heads enqueued while the task ran.
 CREATE OR REPLACE FUNCTION pgtask.heads_ended(p_tenants integer[], p_queues text[], p_stopped integer[]) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -108,7 +110,8 @@ BEGIN
     PERFORM pg_notify('pgtask', d.queue)
     FROM (SELECT DISTINCT h.queue FROM pgtask.task h
           WHERE h.tenant_id = ANY (p_stopped) AND NOT h.blocked
-            AND h.state IN ('available', 'retryable') AND h.run_at <= now()) d;
+            AND h.state IN ('available', 'retryable') AND h.run_at <= clock_timestamp()) d
+    WHERE NOT coalesce(strpos(current_setting('pgtask.worker_queues', true), ',' || d.queue || ',') > 0, false);
   END IF;
 END
 $$;
@@ -181,7 +184,8 @@ BEGIN
     PERFORM pg_notify('pgtask', d.queue)
     FROM (SELECT DISTINCT h.queue FROM pgtask.task h
           WHERE h.tenant_id = ANY (v_stopped) AND NOT h.blocked
-            AND h.state IN ('available', 'retryable') AND h.run_at <= now()) d;
+            AND h.state IN ('available', 'retryable') AND h.run_at <= clock_timestamp()) d
+    WHERE NOT coalesce(strpos(current_setting('pgtask.worker_queues', true), ',' || d.queue || ',') > 0, false);
   END IF;
   RETURN NULL;
 END
@@ -254,22 +258,35 @@ CREATE TRIGGER task_after_delete_head
 -- so a worker whose clock differs from the server's still fires no earlier than the task is due
 -- (the notification arrives after the trigger ran). PostgreSQL folds identical (channel,
 -- payload) pairs of one transaction into one notification.
+--
+-- A worker's own hand-offs wake only itself. The statement with which a worker completes its
+-- tasks sets the transaction-local pgtask.worker_queues to its queues (',q1,q2,'), and wakes its
+-- own claim in-process after the commit. A tenant's next task, or a head its running task held
+-- back, that such a completion makes claimable in one of those queues sends no "<queue>"
+-- notification: every listening session of the database would be signalled, and every idle
+-- worker would claim, for one task that its own worker takes anyway (with 64 workers, a quarter
+-- of the server's CPU went to delivering them). Every other path still notifies: other queues,
+-- "due later" payloads, and every statement without the setting (failures, retries,
+-- cancellations, maintenance, SQL by hand). A claim that comes back full notifies its queues
+-- (ClaimQueries), so a worker that cannot take all it made claimable calls the others in.
 -- ---------------------------------------------------------------------------------------------
 
 -- Wakes the queues of tasks that became claimable (parallel arrays): one notification per queue
--- with a task due now, and one per queue for its earliest later task.
+-- with a task due now (none for a queue of the completing worker, see above), and one per queue
+-- for its earliest later task.
 CREATE OR REPLACE FUNCTION pgtask.wake_queues(p_queues text[], p_run_ats timestamptz[]) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v record;
+  v_own text := current_setting('pgtask.worker_queues', true);
 BEGIN
   FOR v IN SELECT x.queue, bool_or(x.run_at <= clock_timestamp()) AS due_now,
                   min(x.run_at) FILTER (WHERE x.run_at > clock_timestamp()) AS next_at
            FROM unnest(p_queues, p_run_ats) AS x(queue, run_at)
            GROUP BY x.queue LOOP
-    IF v.due_now THEN
+    IF v.due_now AND NOT coalesce(strpos(v_own, ',' || v.queue || ',') > 0, false) THEN
       PERFORM pg_notify('pgtask', v.queue);
     END IF;
     IF v.next_at IS NOT NULL THEN

@@ -129,10 +129,10 @@ public final class Benchmark {
       Stat notifyFloorP50 = SKIPPED;
       if (!notifyP50.isEmpty()) {
         notifyFloorP50 = Stat.of(notifyP50);
-        row("notification floor p50: bare pg_notify, commit to receipt by a LISTENing connection", "ms", notifyFloorP50);
+        row("notification floor p50: bare pg_notify, COMMIT to receipt by a LISTENing connection", "ms", notifyFloorP50);
         row("notification floor p99", "ms", Stat.of(notifyP99));
       }
-      Stat[] latency = selected("idle") ? idleLatencies(pool, pgtask) : new Stat[] {SKIPPED, SKIPPED, SKIPPED, SKIPPED};
+      Stat[] latency = selected("idle") ? idleLatencies(pool, pgtask) : new Stat[] {SKIPPED, SKIPPED, SKIPPED, SKIPPED, SKIPPED, SKIPPED};
       Stat delayed = selected("delayed") ? delayedStarts(pool) : SKIPPED;
       if (!sizes.sustained().isZero() && selected("sustained")) {
         sustained(pool, pgtask);
@@ -145,7 +145,8 @@ public final class Benchmark {
           + "single enqueue vs INSERT into pgtask.task %.2f (vs a bare table %.2f)%n",
           plain / plainFloor.median, defaults.median / txFloor.median, batched / batchedFloor.median,
           single.median / direct.median, single.median / bare.median);
-      out.printf(Locale.ROOT, "idle start latency, in-process wake: p50 %.2f ms, p99 %.2f ms%n", latency[2].median, latency[3].median);
+      out.printf(Locale.ROOT, "idle start latency by NOTIFY from the enqueue call: p50 %.2f ms, p99 %.2f ms; in-process wake: "
+          + "p50 %.2f ms, p99 %.2f ms%n", latency[4].median, latency[5].median, latency[2].median, latency[3].median);
       out.printf(Locale.ROOT, "pgtask bench: plain=%d plain_floor=%d defaults=%d tx_floor=%d batched=%d batched_floor=%d "
           + "idle_p50_ms=%.2f idle_p99_ms=%.2f notify_p50_ms=%.2f delayed_p99_ms=%.2f%n",
           Math.round(plain), Math.round(plainFloor.median), Math.round(defaults.median), Math.round(txFloor.median),
@@ -335,9 +336,9 @@ public final class Benchmark {
   }
 
   /**
-   * The notification floor: a bare {@code pg_notify} committed on one connection, received by a
-   * LISTENing connection blocked in pgjdbc's {@code getNotifications(timeout)}; commit to receipt.
-   * Returns {p50, p99} in ms.
+   * The notification floor: a bare {@code pg_notify} in a transaction on one connection, received by
+   * a LISTENing connection blocked in pgjdbc's {@code getNotifications(timeout)}; from the
+   * {@code COMMIT} to receipt (a notification is sent at commit). Returns {p50, p99} in ms.
    */
   private double[] notifyFloor(HikariDataSource pool) throws Exception {
     try (Connection listen = pool.getConnection(); Connection send = pool.getConnection();
@@ -345,15 +346,16 @@ public final class Benchmark {
       try (Statement st = listen.createStatement()) {
         st.execute("LISTEN pgtask_bench_floor");
       }
-      send.setAutoCommit(true);
+      send.setAutoCommit(false);
       org.postgresql.PGConnection pg = listen.unwrap(org.postgresql.PGConnection.class);
       List<Double> ms = new ArrayList<>();
       for (int i = 0; i < sizes.latencyTasks() + 20; i++) {
         notify.setString(1, Integer.toString(i));
-        long t0 = System.nanoTime();
         try (ResultSet rs = notify.executeQuery()) {
           rs.next();
         }
+        long t0 = System.nanoTime();
+        send.commit();
         boolean received = false;
         while (!received) {
           org.postgresql.PGNotification[] got = pg.getNotifications(10_000);
@@ -369,6 +371,7 @@ public final class Benchmark {
         }
         Thread.sleep(5);
       }
+      send.setAutoCommit(true);
       try (Statement st = listen.createStatement()) {
         st.execute("UNLISTEN *");
       }
@@ -475,23 +478,55 @@ public final class Benchmark {
   }
 
   /**
-   * Enqueue-to-start latency into an idle worker, two ways: enqueued through another pool, as by
-   * another process, so the worker learns of it from LISTEN/NOTIFY; and through the worker's own
-   * DataSource, which wakes it in-process. Returns {p50, p99} in ms of each, in that order.
+   * Start latency into an idle worker, two ways. Enqueued through another pool, as by another
+   * process, so the worker learns of the task only by LISTEN/NOTIFY: timed from the enqueuing
+   * transaction's {@code COMMIT}, the instant the notification floor is timed from (the task does
+   * not exist for anyone before it), and also from just before the {@code enqueue} call. And
+   * enqueued through the worker's own DataSource, which wakes it in-process after its commit: timed
+   * from just before the {@code enqueue} call. Returns {p50, p99} in ms: by NOTIFY from the commit,
+   * in-process, by NOTIFY from the call.
    */
   private Stat[] idleLatencies(HikariDataSource pool, PgTask pgtask) throws Exception {
     Stat[] notified;
     try (HikariDataSource other = pool(2)) {
-      notified = idleLatency(pool, PgTask.create(other), "LISTEN/NOTIFY: enqueued through another pool");
+      PgTask producer = PgTask.create(other);
+      notified = idleLatency(pool, () -> {
+        try (Connection tx = other.getConnection()) {
+          tx.setAutoCommit(false);
+          long call = System.nanoTime();
+          producer.enqueue(tx, NewTask.of("bench.latency", null));
+          long commit = System.nanoTime();
+          tx.commit();
+          tx.setAutoCommit(true);
+          return new long[] {commit, call};
+        }
+      });
     }
-    Stat[] local = idleLatency(pool, pgtask, "in-process wake: enqueued through the worker's DataSource");
-    return new Stat[] {notified[0], notified[1], local[0], local[1]};
+    row("idle wake-up p50 (LISTEN/NOTIFY: enqueued through another pool; COMMIT to the handler's first line)", "ms", notified[0]);
+    row("idle wake-up p99 (LISTEN/NOTIFY; COMMIT to the handler's first line)", "ms", notified[1]);
+    row("idle enqueue-to-start p50 (LISTEN/NOTIFY; from just before the enqueue call)", "ms", notified[2]);
+    row("idle enqueue-to-start p99 (LISTEN/NOTIFY; from just before the enqueue call)", "ms", notified[3]);
+    Stat[] local = idleLatency(pool, () -> {
+      long call = System.nanoTime();
+      pgtask.enqueue(NewTask.of("bench.latency", null));
+      return new long[] {call, call};
+    });
+    row("idle enqueue-to-start p50 (in-process wake: enqueued through the worker's DataSource)", "ms", local[0]);
+    row("idle enqueue-to-start p99 (in-process wake: enqueued through the worker's DataSource)", "ms", local[1]);
+    return new Stat[] {notified[0], notified[1], local[0], local[1], notified[2], notified[3]};
   }
 
-  /** Enqueue-to-start latency into an idle worker, one task at a time; returns {p50, p99} in ms. */
-  private Stat[] idleLatency(HikariDataSource pool, PgTask pgtask, String how) throws Exception {
-    List<Double> p50s = new ArrayList<>();
-    List<Double> p99s = new ArrayList<>();
+  /** Enqueues one task and returns two instants (nanoTime) to time its start from. */
+  private interface TimedEnqueue {
+    long[] enqueue() throws Exception;
+  }
+
+  /**
+   * Start latency into an idle worker, one task at a time, 5 ms apart; returns {p50, p99} from the
+   * enqueue's first instant, then {p50, p99} from its second, in ms.
+   */
+  private Stat[] idleLatency(HikariDataSource pool, TimedEnqueue enqueue) throws Exception {
+    List<List<Double>> quantiles = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
     for (int run = 0; run < sizes.runs(); run++) {
       resetTasks(pool);
       // a blocking hand-off, as an application would wait: a spinning thread here would take one
@@ -501,26 +536,26 @@ public final class Benchmark {
           .handler("bench.latency", JsonNode.class, (ctx, p) -> starts.add(System.nanoTime()))
           .build().start()) {
         waitForListener(pool);
-        List<Double> ms = new ArrayList<>();
+        List<Double> first = new ArrayList<>();
+        List<Double> second = new ArrayList<>();
         for (int i = 0; i < sizes.latencyTasks() + 20; i++) {
-          long t0 = System.nanoTime();
-          pgtask.enqueue(NewTask.of("bench.latency", null));
+          long[] t0 = enqueue.enqueue();
           Long started = starts.poll(10, TimeUnit.SECONDS);
-          if (i >= 20 && started != null) { // the first 20 warm up the JIT and the pool
-            ms.add((started - t0) / 1e6);
+          if (i >= 20 && started != null) {
+            first.add((started - t0[0]) / 1e6);
+            second.add((started - t0[1]) / 1e6);
           }
           Thread.sleep(5);
         }
-        Collections.sort(ms);
-        p50s.add(quantile(ms, 0.50));
-        p99s.add(quantile(ms, 0.99));
+        Collections.sort(first);
+        Collections.sort(second);
+        quantiles.get(0).add(quantile(first, 0.50));
+        quantiles.get(1).add(quantile(first, 0.99));
+        quantiles.get(2).add(quantile(second, 0.50));
+        quantiles.get(3).add(quantile(second, 0.99));
       }
     }
-    Stat p50 = Stat.of(p50s);
-    Stat p99 = Stat.of(p99s);
-    row("idle enqueue-to-start latency p50 (" + how + ")", "ms", p50);
-    row("idle enqueue-to-start latency p99 (" + how + ")", "ms", p99);
-    return new Stat[] {p50, p99};
+    return new Stat[] {Stat.of(quantiles.get(0)), Stat.of(quantiles.get(1)), Stat.of(quantiles.get(2)), Stat.of(quantiles.get(3))};
   }
 
   /**

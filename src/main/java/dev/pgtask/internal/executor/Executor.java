@@ -95,6 +95,9 @@ public final class Executor extends Service {
   private final Object capacityMonitor = new Object();
   private volatile LongSupplier listeningSince = () -> 0;
   private volatile boolean stopping;
+  private volatile Runnable selfWake;
+  // ExecuteQueries.WORKER_QUEUES_SETTING for this worker's completions
+  private final String workerQueues;
   private volatile boolean closed;
 
   private record Adopted(Connection conn, LockResult lock) {}
@@ -108,6 +111,7 @@ public final class Executor extends Service {
     this.fixedPrefetch = config.prefetch();
     this.batchCapacity = Math.max(1, config.commitBatchSize());
     this.batchTimeNanos = config.commitBatchTime().toNanos();
+    this.workerQueues = ExecuteQueries.workerQueues(config.queues());
     this.watchdog = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "pgtask-watchdog");
       t.setDaemon(true);
@@ -871,8 +875,11 @@ public final class Executor extends Service {
     }
     w.tx = null;
     int done;
+    Runnable wake = selfWake;
+    // a stopping worker claims nothing more: its hand-offs notify the other workers
+    String own = wake != null && !stopping ? workerQueues : "";
     try {
-      done = tx.commit(tx.capacity == 1);
+      done = tx.commit(tx.capacity == 1, own);
     } catch (SQLException e) {
       if (tx.capacity == 1 && tx.completed.size() == 1 && tx.transactionState() == TransactionState.FAILED) {
         // the check of the task's deferred constraints (or its savepoint's release) failed before
@@ -906,6 +913,28 @@ public final class Executor extends Service {
       finished(r.task());
     }
     tx.close();
+    if (!own.isEmpty() && handsOn(tx.completed)) {
+      wake.run(); // the commit sent no notification for what it handed on in this worker's queues
+    }
+  }
+
+  /** Whether completing these may have made a task claimable: a tenant's task stopped running. */
+  private static boolean handsOn(List<TaskTransaction.Run> completed) {
+    for (TaskTransaction.Run r : completed) {
+      if (r.task().claimed.tenantId() != null) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Sets what claims for this worker after a commit whose completions handed tasks on in its
+   * queues without a notification (the producer's wake-up). Without it (a direct run, no
+   * producer), every hand-off notifies.
+   */
+  public void selfWake(Runnable wake) {
+    this.selfWake = wake;
   }
 
   private void transactionLost(Worker w, LocalTask current, TransactionLost lost) {

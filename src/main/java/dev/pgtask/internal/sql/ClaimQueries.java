@@ -55,9 +55,12 @@ public final class ClaimQueries {
   // the claim statement for n queues, rendered once (see PreparedQuery)
   private static final java.util.Map<Integer, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
 
-  /** What the claim statements share: the locking CTE, which rows to take, and the CTE's row count. */
+  /**
+   * What the claim statements share: the locking CTE, which rows to take, the CTE's row count, and
+   * the spill (see {@link #spill}).
+   */
   private record ClaimParts(CommonTableExpression<Record3<Long, Integer, Integer>> locked, Condition picked,
-      Field<Integer> lockedCount) {}
+      Field<Integer> lockedCount, Field<Integer> spill) {}
 
   private static ClaimParts claimParts(int queueCount) {
     Task c = TASK.as("c");
@@ -127,7 +130,22 @@ public final class ClaimQueries {
     Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
 
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
-    return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount);
+    return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount, spill(lockedCount));
+  }
+
+  /**
+   * A claim that locked as many rows as it asked for may have left claimable tasks behind, which
+   * the other workers may not know of: a worker's completions wake only itself for what they hand
+   * on in its queues (db/R__02_tenant_heads.sql), and it may have handed on more than it can take.
+   * Such a claim notifies each of the worker's queues (sent with its commit), so idle workers claim
+   * too; a claim that came back short sends nothing. An uncorrelated scalar sub-select: the server
+   * evaluates it once per claim (an InitPlan), not per returned row. Returns the count notified.
+   */
+  private static Field<Integer> spill(Field<Integer> lockedCount) {
+    return DSL.field("(SELECT count(*) FROM (SELECT pg_notify('pgtask', q.q) FROM unnest({0}) AS q(q)"
+        + " WHERE {1} >= {2}) AS s)::integer", SQLDataType.INTEGER,
+        DSL.field(DSL.select(DSL.param("spill_queues", String[].class))).cast(SQLDataType.VARCHAR.array()),
+        lockedCount, DSL.param("spill_at", Integer.class));
   }
 
   /**
@@ -181,7 +199,7 @@ public final class ClaimQueries {
     return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
             TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount(), tenantName(),
-            TASK.TRACE_PARENT))
+            TASK.TRACE_PARENT, p.spill().as("spilled")))
         .precededBy(GENERIC_PLAN).followedBy("COMMIT");
   }
 
@@ -227,14 +245,14 @@ public final class ClaimQueries {
     var head = DSL.name("head").as(DSL.select(
         setval(HEAD_ID_SEQUENCE, DSL.coalesce(headId, DSL.inline(0L))).as("head_id_set"),
         setval(HEAD_ATTEMPT_SEQUENCE, DSL.coalesce(headAttempt, DSL.inline(0))).as("head_attempt_set"),
-        headId.as("head_id")));
+        headId.as("head_id"), p.spill().as("spilled")));
     return PreparedQuery.of(DSL.with(p.locked(), claimed, headTask, head)
         .select(claimed.field(TASK.ID), claimed.field(TASK.KIND), claimed.field(TASK.QUEUE),
             claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
             claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
             p.lockedCount(), claimed.field("tenant_name", String.class), head.field("head_id", Long.class),
             head.field("head_id_set", Long.class), head.field("head_attempt_set", Long.class),
-            claimed.field(TASK.TRACE_PARENT))
+            claimed.field(TASK.TRACE_PARENT), head.field("spilled", Integer.class))
         .from(head)
         .leftJoin(claimed).on(DSL.trueCondition()));
   }
@@ -343,6 +361,8 @@ public final class ClaimQueries {
     }
     values.put("kinds", conn.createArrayOf("text", kinds.toArray()));
     values.put("limit", limit);
+    values.put("spill_queues", conn.createArrayOf("text", queues.toArray()));
+    values.put("spill_at", limit);
     values.put("owner", owner);
     values.put("lease", new org.postgresql.util.PGInterval(0, 0, 0, 0, 0, lease.toMillis() / 1000.0));
     return values;

@@ -235,21 +235,40 @@ public final class ExecuteQueries {
   private static final PreparedQuery LOCK_FOR_EXECUTION_AND_SAVEPOINT = LOCK_FOR_EXECUTION.followedBy(SAVEPOINT);
 
   // fenced completion of a batch: one statement shape whatever the batch size
-  private static final PreparedQuery COMPLETE_ALL = completeAllQuery();
+  private static final PreparedQuery COMPLETE_ALL = PreparedQuery.of(completeAllQuery());
 
-  private static PreparedQuery completeAllQuery() {
-    return PreparedQuery.of(DSL.update(TASK)
+  private static org.jooq.UpdateConditionStep<?> completeAllQuery() {
+    return DSL.update(TASK)
         .set(TASK.STATE, DSL.inline(TaskState.completed))
         .set(TASK.FINISHED_AT, clockTimestamp())
         .set(TASK.LEASE_UNTIL, DSL.inline((java.time.Instant) null, TASK.LEASE_UNTIL))
         .where(TASK.ID.eq(DSL.any(opaqueIds())))
         .and(TASK.ATTEMPT.eq(heldAttempt()))
         .and(runningById(TASK))
-        .and(TASK.OWNER.eq(DSL.param("owner", String.class))));
+        .and(TASK.OWNER.eq(DSL.param("owner", String.class)));
   }
 
+  /**
+   * The transaction-local setting naming the queues of the worker whose completion statement runs
+   * ({@code ,q1,q2,}; empty for none): the hand-off triggers send no wake-up notification for a
+   * task they make claimable in one of them, because that worker claims after its commit itself
+   * (db/R__02_tenant_heads.sql, "A worker's own hand-offs wake only itself").
+   */
+  public static final String WORKER_QUEUES_SETTING = "pgtask.worker_queues";
+
+  /** {@link #WORKER_QUEUES_SETTING}'s value for a worker of {@code queues}. */
+  public static String workerQueues(java.util.List<String> queues) {
+    return queues.isEmpty() ? "" : "," + String.join(",", queues) + ",";
+  }
+
+  // the completion of a worker's task transaction: as COMPLETE_ALL, with WORKER_QUEUES_SETTING set
+  // for the hand-off triggers it fires (read once, before the rows, as an InitPlan)
+  private static final PreparedQuery COMPLETE_OWN = PreparedQuery.of(completeAllQuery()
+      .and(DSL.field(DSL.select(setLocal(WORKER_QUEUES_SETTING, DSL.param("worker_queues", String.class))))
+          .isNotNull()));
+
   // the completions and the commit in one round trip
-  private static final PreparedQuery COMPLETE_ALL_AND_COMMIT = COMPLETE_ALL.followedBy("COMMIT");
+  private static final PreparedQuery COMPLETE_ALL_AND_COMMIT = COMPLETE_OWN.followedBy("COMMIT");
   // the last task's deferred constraints checked and its savepoint released, then as above
   private static final PreparedQuery CHECK_RELEASE_COMPLETE_ALL_AND_COMMIT =
       COMPLETE_ALL_AND_COMMIT.precededBy(CHECK_DEFERRED + ";\n" + RELEASE_SAVEPOINT);
@@ -272,8 +291,8 @@ public final class ExecuteQueries {
    * the statements after it are skipped, and nothing was committed (a failure before the
    * completions leaves the savepoint open in an aborted transaction).
    */
-  public static int completeAllAndCommit(Connection tx, java.util.List<Fence> fences, Before before)
-      throws SQLException {
+  public static int completeAllAndCommit(Connection tx, java.util.List<Fence> fences, Before before,
+      String workerQueues) throws SQLException {
     if (fences.isEmpty()) {
       if (before != Before.NOTHING) {
         try (Statement st = tx.createStatement()) {
@@ -289,7 +308,7 @@ public final class ExecuteQueries {
       case CHECK_AND_RELEASE -> CHECK_RELEASE_COMPLETE_ALL_AND_COMMIT;
     };
     try (PreparedStatement ps = query.prepare(tx, Map.of("ids", idArray(tx, fences),
-        "attempts", attemptMap(fences), "owner", fences.get(0).owner()))) {
+        "attempts", attemptMap(fences), "owner", fences.get(0).owner(), "worker_queues", workerQueues))) {
       ps.execute();
       // past the update counts of what was sent before the completions
       for (int skip = before == Before.NOTHING ? 0 : before == Before.RELEASE ? 1 : 2; skip > 0; skip--) {

@@ -1,0 +1,225 @@
+package dev.pgtask.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.pgtask.NewTask;
+import dev.pgtask.PgTask;
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.TaskOptions;
+import dev.pgtask.testsupport.TestDatabase;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+
+/**
+ * A worker's completion that hands a tenant's next task on in one of the worker's own queues
+ * wakes that worker in-process and sends no notification: every listening session would be
+ * signalled, and every idle worker would claim, for a task this worker takes itself. Hand-offs
+ * into a queue it does not serve, and those of a stopping worker, still notify; a claim that takes
+ * all it asked for notifies its queues, so idle workers claim what it could not take.
+ *
+ * <p>The workers poll every ten minutes: a task that starts within seconds was woken. A LISTEN
+ * session of the test sees every notification; each check ends with a "fence", an enqueue into a
+ * queue of its own whose notification marks the end of what came before (notifications arrive in
+ * commit order).
+ */
+class OwnHandOffTest {
+
+  private static final Duration NO_POLL = Duration.ofMinutes(10);
+  private static final AtomicInteger FENCES = new AtomicInteger();
+
+  TestDatabase db;
+  HikariDataSource pool;
+  PgTask pgtask;
+  Connection listener;
+  final Set<String> started = ConcurrentHashMap.newKeySet();
+  final CountDownLatch release = new CountDownLatch(1);
+
+  @BeforeEach
+  void listen() throws Exception {
+    db = TestDatabase.create("ownhandoff");
+    pool = db.pool(8);
+    pgtask = PgTask.create(pool);
+    listener = db.connect();
+    try (Statement st = listener.createStatement()) {
+      st.execute("LISTEN pgtask");
+    }
+  }
+
+  @AfterEach
+  void close() throws Exception {
+    release.countDown();
+    listener.close();
+    pool.close();
+    db.close();
+  }
+
+  private PgTaskWorker.Builder worker(String queue, int concurrency) {
+    return PgTaskWorker.builder(pool)
+        .queues(queue)
+        .concurrency(concurrency)
+        .pollInterval(NO_POLL)
+        .handler("handoff.step", JsonNode.class, (ctx, p) -> {
+          started.add(p.get("name").asText());
+          if (p.path("block").asBoolean()) {
+            release.await(30, TimeUnit.SECONDS);
+          }
+        });
+  }
+
+  private static NewTask step(String name, boolean block, TaskOptions options) {
+    return NewTask.of("handoff.step", Map.of("name", name, "block", block), options);
+  }
+
+  private void awaitListening(int workers) {
+    await().atMost(Duration.ofSeconds(10)).until(() -> {
+      try (Connection c = db.connect();
+          java.sql.ResultSet rs = c.createStatement().executeQuery(
+              "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                  + "AND application_name LIKE 'pgtask listen %'")) {
+        rs.next();
+        return rs.getInt(1) == workers;
+      }
+    });
+  }
+
+  @Test
+  void aCompletionHandsTheTenantsNextTaskToItsOwnWorkerWithoutANotification() throws Exception {
+    TaskOptions tenant = TaskOptions.defaults().withQueue("own").withTenant("acme");
+    try (PgTaskWorker w = worker("own", 2).build().start()) {
+      awaitListening(1);
+      pgtask.enqueueAll(List.of(step("first", true, tenant), step("second", false, tenant)));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
+      notificationsUntilFence();
+
+      release.countDown();
+      awaitCompleted("second");
+      assertThat(notificationsUntilFence())
+          .as("notifications from the completion that handed the tenant's next task on, and its claim")
+          .doesNotContain("pgtask:own");
+    }
+  }
+
+  @Test
+  void aHandOffIntoAQueueTheWorkerDoesNotServeStillNotifies() throws Exception {
+    try (PgTaskWorker w = worker("own", 2).build().start()) {
+      awaitListening(1);
+      pgtask.enqueue(step("running", true, TaskOptions.defaults().withQueue("own").withTenant("acme")));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("running"));
+      notificationsUntilFence();
+      // the tenant's head in a queue this worker does not serve: due, but passed over by every claim
+      // while the tenant has a task running
+      pgtask.enqueue(step("elsewhere", false, TaskOptions.defaults().withQueue("other").withTenant("acme")));
+      assertThat(notificationsUntilFence()).as("the enqueue into queue other").containsExactly("pgtask:other");
+
+      release.countDown();
+      awaitCompleted("running");
+      assertThat(notificationsUntilFence()).as("notifications from the completion of the tenant's running task")
+          .containsExactly("pgtask:other");
+    }
+  }
+
+  @Test
+  void aClaimThatTakesAllItAskedForNotifiesItsQueues() throws Exception {
+    try (PgTaskWorker w = worker("full", 1).prefetch(0).build().start()) {
+      awaitListening(1);
+      notificationsUntilFence();
+      pgtask.enqueue(step("only", true, TaskOptions.defaults().withQueue("full")));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("only"));
+      assertThat(notificationsUntilFence())
+          .as("the enqueue's notification, then that of the claim, which took the one task it had room for")
+          .containsExactly("pgtask:full", "pgtask:full");
+      release.countDown();
+    }
+  }
+
+  @Test
+  void aClaimThatCameBackShortNotifiesNothing() throws Exception {
+    try (PgTaskWorker w = worker("short", 3).prefetch(0).build().start()) {
+      awaitListening(1);
+      notificationsUntilFence();
+      pgtask.enqueue(step("only", true, TaskOptions.defaults().withQueue("short")));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("only"));
+      assertThat(notificationsUntilFence()).as("the enqueue's notification only").containsExactly("pgtask:short");
+      release.countDown();
+    }
+  }
+
+  @Test
+  void aStoppingWorkersHandOffNotifiesTheOtherWorkers() throws Exception {
+    TaskOptions tenant = TaskOptions.defaults().withQueue("own").withTenant("acme");
+    PgTaskWorker w = worker("own", 2).shutdownTimeout(Duration.ofSeconds(20)).build().start();
+    awaitListening(1);
+    pgtask.enqueueAll(List.of(step("first", true, tenant), step("second", false, tenant)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
+    notificationsUntilFence();
+
+    Thread closing = new Thread(w::close);
+    closing.start();
+    // the worker has begun to stop (it no longer listens) while its task still runs
+    awaitListening(0);
+    release.countDown();
+    closing.join(30_000);
+    assertThat(closing.isAlive()).as("the worker still stopping").isFalse();
+    assertThat(started).as("tasks the stopping worker started").doesNotContain("second");
+    assertThat(notificationsUntilFence()).as("notifications from the stopping worker's completion")
+        .containsExactly("pgtask:own");
+  }
+
+  /** Waits until the task named {@code name} is completed in the table (its transaction committed). */
+  private void awaitCompleted(String name) {
+    await().atMost(Duration.ofSeconds(5)).until(() -> {
+      try (Connection c = db.connect();
+          java.sql.PreparedStatement ps = c.prepareStatement(
+              "SELECT count(*) FROM pgtask.task WHERE payload ->> 'name' = ? AND state = 'completed'")) {
+        ps.setString(1, name);
+        try (java.sql.ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          return rs.getInt(1) == 1;
+        }
+      }
+    });
+  }
+
+  /**
+   * Commits a fence enqueue and returns "channel:payload" of every notification received before
+   * the fence's.
+   */
+  private List<String> notificationsUntilFence() throws SQLException {
+    String fence = "fence-" + FENCES.incrementAndGet();
+    PgTask.create(db.dataSource()).enqueue(NewTask.of("fence", Map.of(), TaskOptions.defaults().withQueue(fence)));
+    PGConnection pg = listener.unwrap(PGConnection.class);
+    List<String> received = new ArrayList<>();
+    long deadline = System.currentTimeMillis() + 10_000;
+    while (System.currentTimeMillis() < deadline) {
+      PGNotification[] batch = pg.getNotifications((int) Math.max(1, deadline - System.currentTimeMillis()));
+      if (batch == null) {
+        continue;
+      }
+      for (PGNotification n : batch) {
+        if (n.getName().equals("pgtask") && n.getParameter().equals(fence)) {
+          return received;
+        }
+        received.add(n.getName() + ":" + n.getParameter());
+      }
+    }
+    throw new AssertionError("the fence notification " + fence + " did not arrive; received before it: " + received);
+  }
+}
