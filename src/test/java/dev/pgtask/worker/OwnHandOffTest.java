@@ -137,15 +137,28 @@ class OwnHandOffTest {
   }
 
   @Test
-  void aClaimThatTakesAllItAskedForNotifiesItsQueues() throws Exception {
+  void aClaimThatLeavesClaimableTasksBehindNotifiesItsQueues() throws Exception {
     try (PgTaskWorker w = worker("full", 1).prefetch(0).build().start()) {
       awaitListening(1);
       notificationsUntilFence();
-      pgtask.enqueue(step("only", true, TaskOptions.defaults().withQueue("full")));
-      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("only"));
+      pgtask.enqueueAll(List.of(step("first", true, TaskOptions.defaults().withQueue("full")),
+          step("left", false, TaskOptions.defaults().withQueue("full"))));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
       assertThat(notificationsUntilFence())
-          .as("the enqueue's notification, then that of the claim, which took the one task it had room for")
+          .as("the enqueue's notification, then that of the claim, which had room for one of the two tasks")
           .containsExactly("pgtask:full", "pgtask:full");
+      release.countDown();
+    }
+  }
+
+  @Test
+  void aClaimThatTakesTheLastTaskNotifiesNothing() throws Exception {
+    try (PgTaskWorker w = worker("last", 1).prefetch(0).build().start()) {
+      awaitListening(1);
+      notificationsUntilFence();
+      pgtask.enqueue(step("only", true, TaskOptions.defaults().withQueue("last")));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("only"));
+      assertThat(notificationsUntilFence()).as("the enqueue's notification only").containsExactly("pgtask:last");
       release.countDown();
     }
   }

@@ -130,22 +130,61 @@ public final class ClaimQueries {
     Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
 
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
-    return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount, spill(lockedCount));
+    return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount,
+        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount));
   }
 
   /**
-   * A claim that locked as many rows as it asked for may have left claimable tasks behind, which
-   * the other workers may not know of: a worker's completions wake only itself for what they hand
-   * on in its queues (db/R__02_tenant_heads.sql), and it may have handed on more than it can take.
-   * Such a claim notifies each of the worker's queues (sent with its commit), so idle workers claim
-   * too; a claim that came back short sends nothing. An uncorrelated scalar sub-select: the server
-   * evaluates it once per claim (an InitPlan), not per returned row. Returns the count notified.
+   * Whether a task other than {@code taken} is claimable in the worker's queues (see {@link #spill}):
+   * the first such task in claim order, so the server reads the claimable index as the claim does
+   * (a plan free to stop at any matching row chose a sequential scan of the table).
    */
-  private static Field<Integer> spill(Field<Integer> lockedCount) {
+  private static Condition claimableBeyond(Field<Long[]> taken, int queueCount) {
+    Task p = TASK.as("spill_probe");
+    Task running = TASK.as("spill_running");
+    return DSL.field(DSL.select(p.ID).from(p)
+        .where(p.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
+        .and(p.BLOCKED.isFalse())
+        .and(probeQueues(p, queueCount))
+        .and(p.RUN_AT.le(DSL.currentInstant()))
+        .and(p.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("spill_kinds", String[].class)))
+            .cast(SQLDataType.VARCHAR.array()))))
+        .and(p.TENANT_ID.isNull().or(DSL.notExists(DSL.selectOne().from(running)
+            .where(running.TENANT_ID.eq(p.TENANT_ID))
+            .and(running.BLOCKED.isFalse())
+            .and(running.STATE.eq(DSL.inline(TaskState.running))))))
+        .and(p.ID.ne(DSL.all(taken)))
+        .orderBy(p.PRIORITY, p.RUN_AT, p.ID)
+        .limit(DSL.inline(1))).isNotNull();
+  }
+
+  /**
+   * A claim that locked as many rows as it asked for may have left claimable tasks behind that the
+   * other workers do not know of: a worker's completions wake only itself for what they hand on in
+   * its queues (db/R__02_tenant_heads.sql), and it may hand on more than it has room for. When such
+   * a claim finds a claimable task beyond those it locked (the claim's conditions, its queues'
+   * pauses aside), it notifies each of the worker's queues, sent with its commit, so idle workers
+   * claim too. A claim that came back short, or took the last task, sends nothing: with small rooms
+   * (a worker of concurrency 4 with 3 tasks running claims 1), a notification for every full claim
+   * woke every idle worker for nothing. An uncorrelated scalar sub-select: the server evaluates it
+   * once per claim (an InitPlan), not per returned row, and the probe only for a full claim.
+   * Returns the count notified.
+   */
+  private static Field<Integer> spill(Field<Integer> lockedCount, Field<Long[]> taken, int queueCount) {
     return DSL.field("(SELECT count(*) FROM (SELECT pg_notify('pgtask', q.q) FROM unnest({0}) AS q(q)"
-        + " WHERE {1} >= {2}) AS s)::integer", SQLDataType.INTEGER,
+        + " WHERE {1}) AS s)::integer", SQLDataType.INTEGER,
         DSL.field(DSL.select(DSL.param("spill_queues", String[].class))).cast(SQLDataType.VARCHAR.array()),
-        lockedCount, DSL.param("spill_at", Integer.class));
+        DSL.field(DSL.select(DSL.when(lockedCount.ge(DSL.param("spill_at", Integer.class)),
+            DSL.field(claimableBeyond(taken, queueCount))).otherwise(DSL.inline(false)))));
+  }
+
+  /** The probe's queue condition, shaped as the claim's (one queue: equality, so no sort). */
+  private static Condition probeQueues(Task p, int queueCount) {
+    List<Field<String>> qs = new ArrayList<>();
+    for (int i = 0; i < queueCount; i++) {
+      qs.add(DSL.field(DSL.select(DSL.param("probe_queue" + i, String.class))));
+    }
+    return queueCount == 1 ? p.QUEUE.eq(qs.get(0)) : p.QUEUE.in(qs);
   }
 
   /**
@@ -363,6 +402,10 @@ public final class ClaimQueries {
     values.put("limit", limit);
     values.put("spill_queues", conn.createArrayOf("text", queues.toArray()));
     values.put("spill_at", limit);
+    values.put("spill_kinds", conn.createArrayOf("text", kinds.toArray()));
+    for (int i = 0; i < queues.size(); i++) {
+      values.put("probe_queue" + i, queues.get(i));
+    }
     values.put("owner", owner);
     values.put("lease", new org.postgresql.util.PGInterval(0, 0, 0, 0, 0, lease.toMillis() / 1000.0));
     return values;
