@@ -52,7 +52,7 @@ public final class WorkerRuntime {
     this.config = config;
     this.executor = new Executor(config, stats);
     this.producer = new Producer(config, stats, executor);
-    executor.selfWake(producer::wake);
+    executor.selfWake(producer::wakeForHandOff);
     this.scheduler = new Scheduler(config.dataSource(), config.workerId());
     // a reconnect: schedule changes notified while the listener was away are lost, read them again
     this.listener = new Listener(config, producer::wake, executor::hint, () -> {

@@ -126,7 +126,7 @@ class QueuePauseTest {
     timeouts.setValue("{\"claim.kind\": \"60000\"}");
     int ns = (int) queue.sql().count("SELECT lock_namespace FROM pgtask.settings");
     return ClaimQueries.claimAndStart(queue.pool(), queues, List.of("claim.kind"), List.of(), 10, "w-start",
-        Duration.ofMinutes(1), timeouts, ns);
+        Duration.ofMinutes(1), timeouts, ns, false);
   }
 
   @Test

@@ -188,7 +188,7 @@ class ClaimAndStartTest {
     timeouts.setValue("{\"start.tx\": \"30000\"}");
     dev.pgtask.internal.sql.ClaimQueries.StartedClaim started = dev.pgtask.internal.sql.ClaimQueries.claimAndStart(
         queue.pool(), List.of("default"), List.of("start.tx"), List.of(), 1, "relock-test", Duration.ofSeconds(30),
-        timeouts, namespace);
+        timeouts, namespace, false);
     assertThat(started.headId()).isEqualTo(id);
     assertThat(started.headLock()).isEqualTo(dev.pgtask.internal.sql.ExecuteQueries.LockResult.LOCKED);
     try (Connection tx = started.transaction(); Statement st = tx.createStatement();

@@ -136,41 +136,55 @@ class OwnHandOffTest {
     }
   }
 
+  /**
+   * The worker (one thread, no prefetch) completes a tenant's task and so hands on the tenant's
+   * next one, while another task waits in the queue: the claim after the commit has room for one of
+   * the two, and notifies the queue for the other.
+   */
   @Test
-  void aClaimThatLeavesClaimableTasksBehindNotifiesItsQueues() throws Exception {
+  void aClaimAfterAHandOffThatLeavesClaimableTasksBehindNotifiesItsQueues() throws Exception {
+    TaskOptions tenant = TaskOptions.defaults().withQueue("full").withTenant("acme");
     try (PgTaskWorker w = worker("full", 1).prefetch(0).build().start()) {
       awaitListening(1);
-      notificationsUntilFence();
-      pgtask.enqueueAll(List.of(step("first", true, TaskOptions.defaults().withQueue("full")),
-          step("left", false, TaskOptions.defaults().withQueue("full"))));
+      pgtask.enqueueAll(List.of(step("first", true, tenant), step("next", false, tenant)));
       await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
-      assertThat(notificationsUntilFence())
-          .as("the enqueue's notification, then that of the claim, which had room for one of the two tasks")
-          .containsExactly("pgtask:full", "pgtask:full");
+      pgtask.enqueue(step("waiting", false, TaskOptions.defaults().withQueue("full")));
+      assertThat(notificationsUntilFence()).as("the enqueues").containsExactly("pgtask:full", "pgtask:full");
+
       release.countDown();
+      awaitCompleted("next");
+      awaitCompleted("waiting");
+      assertThat(notificationsUntilFence())
+          .as("the claim after the hand-off, which had room for one of the two claimable tasks")
+          .containsExactly("pgtask:full");
     }
   }
 
   @Test
-  void aClaimThatTakesTheLastTaskNotifiesNothing() throws Exception {
+  void aClaimAfterAHandOffThatTakesTheLastTaskNotifiesNothing() throws Exception {
+    TaskOptions tenant = TaskOptions.defaults().withQueue("last").withTenant("acme");
     try (PgTaskWorker w = worker("last", 1).prefetch(0).build().start()) {
       awaitListening(1);
+      pgtask.enqueueAll(List.of(step("first", true, tenant), step("next", false, tenant)));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
       notificationsUntilFence();
-      pgtask.enqueue(step("only", true, TaskOptions.defaults().withQueue("last")));
-      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("only"));
-      assertThat(notificationsUntilFence()).as("the enqueue's notification only").containsExactly("pgtask:last");
+
       release.countDown();
+      awaitCompleted("next");
+      assertThat(notificationsUntilFence()).as("notifications after the hand-off").isEmpty();
     }
   }
 
   @Test
-  void aClaimThatCameBackShortNotifiesNothing() throws Exception {
-    try (PgTaskWorker w = worker("short", 3).prefetch(0).build().start()) {
+  void aFullClaimWokenByAnEnqueueNotifiesNothing() throws Exception {
+    try (PgTaskWorker w = worker("enq", 1).prefetch(0).build().start()) {
       awaitListening(1);
       notificationsUntilFence();
-      pgtask.enqueue(step("only", true, TaskOptions.defaults().withQueue("short")));
-      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("only"));
-      assertThat(notificationsUntilFence()).as("the enqueue's notification only").containsExactly("pgtask:short");
+      pgtask.enqueueAll(List.of(step("first", true, TaskOptions.defaults().withQueue("enq")),
+          step("second", false, TaskOptions.defaults().withQueue("enq"))));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
+      assertThat(notificationsUntilFence()).as("the enqueue's notification only, which every worker heard")
+          .containsExactly("pgtask:enq");
       release.countDown();
     }
   }

@@ -121,16 +121,24 @@ public final class Benchmark {
 
       List<Double> notifyP50 = new ArrayList<>();
       List<Double> notifyP99 = new ArrayList<>();
+      List<Double> durableP50 = new ArrayList<>();
+      List<Double> durableP99 = new ArrayList<>();
       for (int run = 0; run < (selected("notify") ? sizes.runs() : 0); run++) {
-        double[] q = notifyFloor(pool);
+        double[] q = notifyFloor(pool, false);
         notifyP50.add(q[0]);
         notifyP99.add(q[1]);
+        double[] d = notifyFloor(pool, true);
+        durableP50.add(d[0]);
+        durableP99.add(d[1]);
       }
       Stat notifyFloorP50 = SKIPPED;
       if (!notifyP50.isEmpty()) {
         notifyFloorP50 = Stat.of(notifyP50);
         row("notification floor p50: bare pg_notify, COMMIT to receipt by a LISTENing connection", "ms", notifyFloorP50);
         row("notification floor p99", "ms", Stat.of(notifyP99));
+        row("notification after a durable write p50: INSERT into a bare table + pg_notify, COMMIT to receipt", "ms",
+            Stat.of(durableP50));
+        row("notification after a durable write p99", "ms", Stat.of(durableP99));
       }
       Stat[] latency = selected("idle") ? idleLatencies(pool, pgtask) : new Stat[] {SKIPPED, SKIPPED, SKIPPED, SKIPPED, SKIPPED, SKIPPED};
       Stat delayed = selected("delayed") ? delayedStarts(pool) : SKIPPED;
@@ -340,9 +348,23 @@ public final class Benchmark {
    * a LISTENing connection blocked in pgjdbc's {@code getNotifications(timeout)}; from the
    * {@code COMMIT} to receipt (a notification is sent at commit). Returns {p50, p99} in ms.
    */
-  private double[] notifyFloor(HikariDataSource pool) throws Exception {
+  private double[] notifyFloor(HikariDataSource pool, boolean durable) throws Exception {
+    if (durable) {
+      try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
+        st.execute("CREATE SCHEMA IF NOT EXISTS pgtask_bench");
+        st.execute("DROP TABLE IF EXISTS pgtask_bench.notify_write");
+        st.execute("CREATE TABLE pgtask_bench.notify_write (id bigserial PRIMARY KEY, payload text NOT NULL)");
+      }
+    }
+    // durable: the notification's transaction also inserts a row, so its commit waits for the WAL
+    // flush before the notification goes out, as an enqueue's does; a transaction that only
+    // notifies writes no WAL before its commit record and commits without waiting for the flush
+    String sql = durable
+        ? "WITH w AS (INSERT INTO pgtask_bench.notify_write (payload) VALUES (?) RETURNING payload) "
+            + "SELECT pg_notify('pgtask_bench_floor', payload) FROM w"
+        : "SELECT pg_notify('pgtask_bench_floor', ?)";
     try (Connection listen = pool.getConnection(); Connection send = pool.getConnection();
-        PreparedStatement notify = send.prepareStatement("SELECT pg_notify('pgtask_bench_floor', ?)")) {
+        PreparedStatement notify = send.prepareStatement(sql)) {
       try (Statement st = listen.createStatement()) {
         st.execute("LISTEN pgtask_bench_floor");
       }

@@ -903,6 +903,11 @@ public final class Executor extends Service {
       transactionLost(w, tx, null, new TransactionLost(e, null, false));
       return;
     }
+    if (!own.isEmpty() && handsOn(tx.completed)) {
+      // the commit sent no notification for what it handed on in this worker's queues; before the
+      // slots are freed, so the claim those free takes the hand-off's spill check with it
+      wake.run();
+    }
     int i = 0;
     for (TaskTransaction.Run r : tx.completed) {
       writer.count(r.task(), r.outcome(), i++ < done ? TaskState.completed : null, r.startNanos());
@@ -913,9 +918,6 @@ public final class Executor extends Service {
       finished(r.task());
     }
     tx.close();
-    if (!own.isEmpty() && handsOn(tx.completed)) {
-      wake.run(); // the commit sent no notification for what it handed on in this worker's queues
-    }
   }
 
   /** Whether completing these may have made a task claimable: a tenant's task stopped running. */

@@ -44,6 +44,8 @@ public final class Producer extends Service {
   private final WorkerStats stats;
   private final Executor executor;
   private final Semaphore wakeups = new Semaphore(0);
+  // set by wakeForHandOff, taken by the next claim
+  private volatile boolean handedOn;
   // System.nanoTime() of the next poll on the listener's session (see sessionPoll())
   private volatile long sessionPollDue;
   // System.currentTimeMillis() when the last poll on the listener's session committed (0: none)
@@ -139,6 +141,16 @@ public final class Producer extends Service {
     }
     wake();
     interruptThreads();
+  }
+
+  /**
+   * Asks for a claim after this worker's own commit handed tasks on in its queues without a
+   * notification: the first claim then notifies the other workers if it leaves claimable tasks
+   * behind (ClaimQueries, the spill).
+   */
+  public void wakeForHandOff() {
+    handedOn = true;
+    wake();
   }
 
   /** Asks for a claim as soon as possible. */
@@ -291,9 +303,11 @@ public final class Producer extends Service {
       try {
         boolean startHead = startHeads && executor.isIdle() && !first;
         first = false;
+        boolean spill = handedOn;
+        handedOn = false;
         if (startHead) {
           StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
-              room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace());
+              room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace(), spill);
           claim = started.claim();
           count(claim.tasks());
           if (started.transaction() != null) {
@@ -303,7 +317,7 @@ public final class Producer extends Service {
           }
         } else {
           claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
-              config.workerId(), config.leaseDuration());
+              config.workerId(), config.leaseDuration(), spill);
           count(claim.tasks());
           executor.submitAll(claim.tasks(), claimNanos);
         }

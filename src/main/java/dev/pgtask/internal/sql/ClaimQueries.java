@@ -159,15 +159,18 @@ public final class ClaimQueries {
   }
 
   /**
-   * A claim that locked as many rows as it asked for may have left claimable tasks behind that the
-   * other workers do not know of: a worker's completions wake only itself for what they hand on in
-   * its queues (db/R__02_tenant_heads.sql), and it may hand on more than it has room for. When such
-   * a claim finds a claimable task beyond those it locked (the claim's conditions, its queues'
-   * pauses aside), it notifies each of the worker's queues, sent with its commit, so idle workers
-   * claim too. A claim that came back short, or took the last task, sends nothing: with small rooms
-   * (a worker of concurrency 4 with 3 tasks running claims 1), a notification for every full claim
-   * woke every idle worker for nothing. An uncorrelated scalar sub-select: the server evaluates it
-   * once per claim (an InitPlan), not per returned row, and the probe only for a full claim.
+   * The claim a worker makes after its own hand-offs (with {@code spill}) may leave claimable
+   * tasks behind that the other workers do not know of: a worker's completions wake only itself for
+   * what they hand on in its queues (db/R__02_tenant_heads.sql), and it may hand on more than it
+   * has room for. When such a claim locks as many rows as it asked for and finds a claimable task
+   * beyond them (the claim's conditions, its queues' pauses aside), it notifies each of the
+   * worker's queues, sent with its commit, so idle workers claim too. A claim that came back short,
+   * or took the last task, sends nothing: with small rooms (a worker of concurrency 4 with 3 tasks
+   * running claims 1) a notification for every full claim woke every idle worker for nothing; and
+   * every other claim sends nothing, because whatever made its tasks claimable notified everyone
+   * (a notification per full claim in a drain halved plain mode's throughput). Without {@code
+   * spill} the threshold is out of reach and the probe never runs. An uncorrelated scalar
+   * sub-select: the server evaluates it once per claim (an InitPlan), not per returned row.
    * Returns the count notified.
    */
   private static Field<Integer> spill(Field<Integer> lockedCount, Field<Long[]> taken, int queueCount) {
@@ -321,14 +324,14 @@ public final class ClaimQueries {
    */
   public static StartedClaim claimAndStart(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
-      int namespace) {
+      int namespace, boolean spill) {
     PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size(), ClaimQueries::claimAndStartPipeline);
     java.sql.Connection conn = null;
     boolean handedOver = false;
     try {
       conn = dataSource.getConnection();
       conn.setAutoCommit(false);
-      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease);
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill);
       values.put("plain_kinds", conn.createArrayOf("text", plainKinds.toArray()));
       values.put("worker", owner);
       values.put("timeouts", serverTimeouts);
@@ -393,7 +396,7 @@ public final class ClaimQueries {
   }
 
   private static java.util.Map<String, Object> claimValues(java.sql.Connection conn, List<String> queues,
-      List<String> kinds, int limit, String owner, Duration lease) throws java.sql.SQLException {
+      List<String> kinds, int limit, String owner, Duration lease, boolean spill) throws java.sql.SQLException {
     java.util.Map<String, Object> values = new java.util.HashMap<>();
     for (int i = 0; i < queues.size(); i++) {
       values.put("queue" + i, queues.get(i));
@@ -401,7 +404,7 @@ public final class ClaimQueries {
     values.put("kinds", conn.createArrayOf("text", kinds.toArray()));
     values.put("limit", limit);
     values.put("spill_queues", conn.createArrayOf("text", queues.toArray()));
-    values.put("spill_at", limit);
+    values.put("spill_at", spill ? limit : Integer.MAX_VALUE);
     values.put("spill_kinds", conn.createArrayOf("text", kinds.toArray()));
     for (int i = 0; i < queues.size(); i++) {
       values.put("probe_queue" + i, queues.get(i));
@@ -438,12 +441,22 @@ public final class ClaimQueries {
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease) {
+    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, false);
+  }
+
+  /**
+   * As {@link #claimAvailable(javax.sql.DataSource, List, List, int, String, Duration)}; with
+   * {@code spill}, a claim that locks {@code limit} tasks and finds another claimable one notifies
+   * the queues (see {@link #spill}).
+   */
+  public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
+      int limit, String owner, Duration lease, boolean spill) {
     PreparedQuery query = CLAIMS.computeIfAbsent(queues.size(), ClaimQueries::claimQuery);
     java.sql.Connection conn = null;
     try {
       conn = dataSource.getConnection();
       conn.setAutoCommit(false);
-      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease);
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill);
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
