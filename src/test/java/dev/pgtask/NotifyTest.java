@@ -3,19 +3,17 @@ package dev.pgtask;
 import static dev.pgtask.SqlEnqueueTest.exec;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pgtask.testsupport.NotificationFence;
 import dev.pgtask.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.postgresql.PGConnection;
-import org.postgresql.PGNotification;
 
 /**
  * Wake-ups: a commit that enqueued tasks sends one NOTIFY on channel "pgtask" per queue, whose
@@ -27,19 +25,18 @@ import org.postgresql.PGNotification;
  */
 class NotifyTest {
 
-  private static final long WAIT_MILLIS = 10_000;
-  private static final AtomicInteger FENCES = new AtomicInteger();
 
   private static TestDatabase db;
   private static PgTask pgtask;
   private static Connection listener;
+  private static NotificationFence fence;
 
   @BeforeAll
   static void listen() throws SQLException {
     db = TestDatabase.create("notify");
     pgtask = PgTask.create(db.dataSource());
     listener = db.connect();
-    exec(listener, "LISTEN pgtask");
+    fence = new NotificationFence(listener, pgtask);
   }
 
   @AfterAll
@@ -164,29 +161,7 @@ class NotifyTest {
         .containsExactly("pgtask:handoff-q");
   }
 
-  /**
-   * Commits a fence enqueue and returns "channel:payload" of every notification received before
-   * the fence's, failing if the fence does not arrive within {@link #WAIT_MILLIS}.
-   */
   private static List<String> notificationsUntilFence() throws SQLException {
-    String fence = "fence-" + FENCES.incrementAndGet();
-    pgtask.enqueue(NewTask.of("fence", Map.of(), TaskOptions.defaults().withQueue(fence)));
-    PGConnection pg = listener.unwrap(PGConnection.class);
-    List<String> received = new ArrayList<>();
-    long deadline = System.currentTimeMillis() + WAIT_MILLIS;
-    while (System.currentTimeMillis() < deadline) {
-      PGNotification[] batch = pg.getNotifications((int) Math.max(1, deadline - System.currentTimeMillis()));
-      if (batch == null) {
-        continue;
-      }
-      for (PGNotification n : batch) {
-        if (n.getName().equals("pgtask") && n.getParameter().equals(fence)) {
-          return received;
-        }
-        received.add(n.getName() + ":" + n.getParameter());
-      }
-    }
-    throw new AssertionError("the fence notification " + fence + " did not arrive within " + WAIT_MILLIS
-        + " ms; received before it: " + received);
+    return fence.collect();
   }
 }

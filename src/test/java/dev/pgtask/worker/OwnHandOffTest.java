@@ -9,24 +9,20 @@ import dev.pgtask.NewTask;
 import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
+import dev.pgtask.testsupport.NotificationFence;
 import dev.pgtask.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.postgresql.PGConnection;
-import org.postgresql.PGNotification;
 
 /**
  * A worker's completion that hands a tenant's next task on in one of the worker's own queues
@@ -43,12 +39,12 @@ import org.postgresql.PGNotification;
 class OwnHandOffTest {
 
   private static final Duration NO_POLL = Duration.ofMinutes(10);
-  private static final AtomicInteger FENCES = new AtomicInteger();
 
   TestDatabase db;
   HikariDataSource pool;
   PgTask pgtask;
   Connection listener;
+  NotificationFence fence;
   final Set<String> started = ConcurrentHashMap.newKeySet();
   final CountDownLatch release = new CountDownLatch(1);
 
@@ -58,9 +54,7 @@ class OwnHandOffTest {
     pool = db.pool(8);
     pgtask = PgTask.create(pool);
     listener = db.connect();
-    try (Statement st = listener.createStatement()) {
-      st.execute("LISTEN pgtask");
-    }
+    fence = new NotificationFence(listener, PgTask.create(db.dataSource()));
   }
 
   @AfterEach
@@ -225,28 +219,7 @@ class OwnHandOffTest {
     });
   }
 
-  /**
-   * Commits a fence enqueue and returns "channel:payload" of every notification received before
-   * the fence's.
-   */
   private List<String> notificationsUntilFence() throws SQLException {
-    String fence = "fence-" + FENCES.incrementAndGet();
-    PgTask.create(db.dataSource()).enqueue(NewTask.of("fence", Map.of(), TaskOptions.defaults().withQueue(fence)));
-    PGConnection pg = listener.unwrap(PGConnection.class);
-    List<String> received = new ArrayList<>();
-    long deadline = System.currentTimeMillis() + 10_000;
-    while (System.currentTimeMillis() < deadline) {
-      PGNotification[] batch = pg.getNotifications((int) Math.max(1, deadline - System.currentTimeMillis()));
-      if (batch == null) {
-        continue;
-      }
-      for (PGNotification n : batch) {
-        if (n.getName().equals("pgtask") && n.getParameter().equals(fence)) {
-          return received;
-        }
-        received.add(n.getName() + ":" + n.getParameter());
-      }
-    }
-    throw new AssertionError("the fence notification " + fence + " did not arrive; received before it: " + received);
+    return fence.collect();
   }
 }

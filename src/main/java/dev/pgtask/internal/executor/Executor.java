@@ -901,6 +901,11 @@ public final class Executor extends Service {
         }
       }
       transactionLost(w, tx, null, new TransactionLost(e, null, false));
+      if (!own.isEmpty()) {
+        // the COMMIT may have reached the server with its answer lost: what it handed on was not
+        // notified, so claim (a claim that finds nothing costs one round trip)
+        wake.run();
+      }
       return;
     }
     if (!own.isEmpty() && handsOn(tx.completed)) {

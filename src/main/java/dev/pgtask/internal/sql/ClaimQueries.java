@@ -403,6 +403,7 @@ public final class ClaimQueries {
     }
     values.put("kinds", conn.createArrayOf("text", kinds.toArray()));
     values.put("limit", limit);
+    // the spill's copies of the queues and kinds: a prepared query binds each name at one place
     values.put("spill_queues", conn.createArrayOf("text", queues.toArray()));
     values.put("spill_at", spill ? limit : Integer.MAX_VALUE);
     values.put("spill_kinds", conn.createArrayOf("text", kinds.toArray()));
