@@ -46,6 +46,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.tenant_id(p_name text) RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   v_id integer;

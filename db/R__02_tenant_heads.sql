@@ -7,6 +7,16 @@
 -- by the worker inside the task's transaction, excludes overlap everywhere, and the claim passes
 -- over tenants that have a task running anywhere.
 
+-- Plans made on an empty queue (all the functions that read pgtask.task on a task's path, here
+-- and in R__01, R__03, R__04): SET enable_seqscan = off, jit = off. The server keeps a plan per
+-- session, and a plan made while the table was empty or tiny (an idle queue, autovacuum's last
+-- ANALYZE seeing it empty) reads the whole table for each row: measured, a batch of 10,000
+-- tenant tasks into an empty table took 893 ms against 96 ms into a full one, and each
+-- completion's hand-off scanned the table until the next ANALYZE. Every lookup here has its
+-- index, so no plan wants a sequential scan of pgtask.task; jit = off because a disabled scan's
+-- cost (of a one-row table without an index) would otherwise pass jit_above_cost and compile the
+-- statement on every execution (107 ms measured).
+
 -- A new task of a tenant waits when the tenant already has a head in the task's queue that is
 -- running or due no later than the new task. A row that arrives blocked was decided by its
 -- inserter (pgtask.enqueue_batch decides a batch's heads set-based): the WHEN clause passes over
@@ -14,6 +24,8 @@
 CREATE OR REPLACE FUNCTION pgtask.task_before_insert_tenant() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 BEGIN
   IF NEW.state IN ('available', 'retryable') THEN
@@ -48,6 +60,8 @@ CREATE TRIGGER task_before_insert_tenant
 CREATE OR REPLACE FUNCTION pgtask.promote_tenants(p_tenant_ids integer[], p_queues text[]) RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -100,6 +114,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.heads_ended(p_tenants integer[], p_queues text[], p_stopped integer[]) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
@@ -123,6 +139,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.task_after_update_heads() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -195,6 +213,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.task_after_update_head_nested() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 BEGIN
   PERFORM pgtask.heads_ended(ARRAY[OLD.tenant_id], ARRAY[OLD.queue],
@@ -235,6 +255,8 @@ CREATE TRIGGER task_after_update_head_nested
 CREATE OR REPLACE FUNCTION pgtask.task_after_head_change() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 BEGIN
   PERFORM pgtask.promote_tenants(ARRAY[OLD.tenant_id], ARRAY[OLD.queue]);
@@ -277,6 +299,8 @@ CREATE TRIGGER task_after_delete_head
 CREATE OR REPLACE FUNCTION pgtask.wake_queues(p_queues text[], p_run_ats timestamptz[]) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   v record;
@@ -304,6 +328,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.task_after_insert_notify() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   v record;

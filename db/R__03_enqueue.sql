@@ -20,6 +20,8 @@ CREATE OR REPLACE FUNCTION pgtask.enqueue(
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -88,6 +90,8 @@ CREATE OR REPLACE FUNCTION pgtask.enqueue_batch(
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -13,6 +13,8 @@
 CREATE OR REPLACE FUNCTION pgtask.lock_task_nowait(p_id bigint, p_operation text) RETURNS pgtask.task
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   v_task pgtask.task;
@@ -50,6 +52,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.cancel_task(task_id bigint) RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   v_task pgtask.task;
@@ -90,6 +94,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.retry_task(task_id bigint) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   v_task pgtask.task;
@@ -116,6 +122,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgtask.delete_task(task_id bigint) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   v_task pgtask.task;
@@ -137,6 +145,8 @@ CREATE OR REPLACE FUNCTION pgtask.update_task(task_id bigint, payload jsonb DEFA
                                    priority integer DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE

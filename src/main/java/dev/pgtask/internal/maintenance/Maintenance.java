@@ -299,8 +299,11 @@ public final class Maintenance extends Service {
       throw new IllegalStateException(e.getMessage(), e);
     }
     afterRound(r);
-    if (r.ran() && r.deadTuples() >= VACUUM_DEAD_TUPLES) {
+    if (r.ran() && r.table().dead() >= VACUUM_DEAD_TUPLES) {
       vacuumTurn();
+    }
+    if (r.ran() && r.table().outgrewPlans()) {
+      analyzeTurn();
     }
   }
 
@@ -309,7 +312,8 @@ public final class Maintenance extends Service {
   }
 
   /** What a leader's tick found: its turn, and with {@code ran} what its rescue round did. */
-  private record Round(MaintenanceQueries.Turn turn, boolean ran, long rescued, long repaired, long deadTuples) {}
+  private record Round(MaintenanceQueries.Turn turn, boolean ran, long rescued, long repaired,
+      MaintenanceQueries.TaskTableRows table) {}
 
   /** The leader's tick in the transaction {@code tx}: the lease first, then the rescue round when {@code due}. */
   private Round roundIn(DSLContext tx, boolean due) {
@@ -317,12 +321,12 @@ public final class Maintenance extends Service {
         MaintenanceQueries.RESCUE_LOCK_KEY, PASS_SERVER_TIMEOUT);
     MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, true);
     if (t.term() == null || !due || !locked) {
-      return new Round(t, false, 0, 0, 0);
+      return new Round(t, false, 0, 0, null);
     }
     long rescued = MaintenanceQueries.rescueExpired(tx, RESCUE_BATCH);
     MaintenanceQueries.pruneCancelRequests(tx);
     long repaired = MaintenanceQueries.repairTenantHeads(tx);
-    return new Round(t, true, rescued, repaired, MaintenanceQueries.deadTuples(tx));
+    return new Round(t, true, rescued, repaired, MaintenanceQueries.taskTable(tx));
   }
 
   /** After the leader's tick committed: the turn's answer, and what the rescue round found. */
@@ -338,6 +342,26 @@ public final class Maintenance extends Service {
       wakeProducer.run();
     }
   }
+
+  /**
+   * ANALYZE of the task table when it holds four times the rows the planner believes and at least
+   * a thousand (a backlog arrived into a queue last analyzed empty), at most once per
+   * {@link #VACUUM_CHECK_INTERVAL} on this worker (the leader). The sessions' kept plans of the
+   * statements by task id (the re-lock, the completions) may have been made on the empty table,
+   * where reading it whole was cheapest; new statistics make each session plan them again, with
+   * its indexes. The claims and the database functions are planned without sequential scans and
+   * need none of this (see {@code ClaimQueries.GENERIC_PLAN}).
+   */
+  private void analyzeTurn() {
+    long now = System.nanoTime();
+    if (lastAnalyze != 0 && now - lastAnalyze < VACUUM_CHECK_INTERVAL.toNanos()) {
+      return;
+    }
+    lastAnalyze = now;
+    MaintenanceQueries.analyzeTasks(Sql.using(config.dataSource()));
+  }
+
+  private volatile long lastAnalyze;
 
   private void vacuumTurn() {
     if (MaintenanceQueries.takeVacuumTurn(Sql.using(config.dataSource()), VACUUM_CHECK_INTERVAL)) {
@@ -400,8 +424,11 @@ public final class Maintenance extends Service {
             if (r.repaired() > 0) {
               wakeProducer.run();
             }
-            if (r.deadTuples() >= VACUUM_DEAD_TUPLES) {
+            if (r.table().dead() >= VACUUM_DEAD_TUPLES) {
               handOff(Maintenance.this::vacuumTurn);
+            }
+            if (r.table().outgrewPlans()) {
+              handOff(Maintenance.this::analyzeTurn);
             }
           }
         };

@@ -61,15 +61,20 @@ public final class MaintenanceQueries {
    * Takes a pass's lock in the caller's transaction; false when another pass holds it. The same
    * statement bounds the transaction on the server (statement and idle-in-transaction timeouts), so
    * a worker frozen in the middle of a pass loses its session and the lock instead of stopping that
-   * pass cluster-wide.
+   * pass cluster-wide. It also plans the pass's statements without sequential scans of the task
+   * table and without JIT, as the claims are (see {@code ClaimQueries.GENERIC_PLAN}): a plan the
+   * session kept from a pass over an empty table would otherwise read the whole table once it
+   * fills up.
    */
   public static boolean tryPassLock(DSLContext tx, int namespace, int key, Duration serverTimeout) {
     String ms = Long.toString(serverTimeout.toMillis());
     return Boolean.TRUE.equals(tx.select(
             DSL.function("set_config", SQLDataType.CLOB, DSL.inline("statement_timeout"), DSL.val(ms), DSL.inline(true)),
             DSL.function("set_config", SQLDataType.CLOB, DSL.inline("idle_in_transaction_session_timeout"), DSL.val(ms), DSL.inline(true)),
+            DSL.function("set_config", SQLDataType.CLOB, DSL.inline("enable_seqscan"), DSL.inline("off"), DSL.inline(true)),
+            DSL.function("set_config", SQLDataType.CLOB, DSL.inline("jit"), DSL.inline("off"), DSL.inline(true)),
             DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, DSL.val(namespace), DSL.val(key)))
-        .fetchOne().value3());
+        .fetchOne().value5());
   }
 
   /**
@@ -183,13 +188,49 @@ public final class MaintenanceQueries {
 
   /** Dead row versions in the task table, from the statistics collector. Locks: none. */
   public static long deadTuples(DSLContext dsl) {
-    var stats = DSL.table(DSL.name("pg_catalog", "pg_stat_user_tables"));
-    Field<Long> dead = DSL.field(DSL.name("n_dead_tup"), Long.class);
-    Long n = dsl.select(dead).from(stats)
-        .where(DSL.field(DSL.name("schemaname"), String.class).eq(DSL.inline("pgtask")))
-        .and(DSL.field(DSL.name("relname"), String.class).eq(DSL.inline("task")))
-        .fetchOne(dead);
-    return n == null ? 0 : n;
+    return taskTable(dsl).dead();
+  }
+
+  /**
+   * The task table's row versions, from the statistics collector: dead and live ones, and the rows
+   * the planner believes it has ({@code pg_class.reltuples}: -1 before the first ANALYZE or VACUUM).
+   */
+  public record TaskTableRows(long dead, long live, double planned) {
+    /**
+     * Whether the planner's estimate is far below the table (four times, and a thousand rows or
+     * more): plans made since the last ANALYZE may read the whole table for one task.
+     */
+    public boolean outgrewPlans() {
+      return live >= 1_000 && live > 4 * Math.max(planned, 0);
+    }
+  }
+
+  /** The task table's {@link TaskTableRows}. Locks: none. */
+  public static TaskTableRows taskTable(DSLContext dsl) {
+    var stats = DSL.table(DSL.name("pg_catalog", "pg_stat_user_tables")).as("s");
+    var cls = DSL.table(DSL.name("pg_catalog", "pg_class")).as("c");
+    Field<Long> dead = DSL.field(DSL.name("s", "n_dead_tup"), Long.class);
+    Field<Long> live = DSL.field(DSL.name("s", "n_live_tup"), Long.class);
+    Field<Double> planned = DSL.field(DSL.name("c", "reltuples"), Double.class);
+    var r = dsl.select(dead, live, planned).from(stats)
+        .join(cls).on(DSL.field(DSL.name("c", "oid")).eq(DSL.field(DSL.name("s", "relid"))))
+        .where(DSL.field(DSL.name("s", "schemaname"), String.class).eq(DSL.inline("pgtask")))
+        .and(DSL.field(DSL.name("s", "relname"), String.class).eq(DSL.inline("task")))
+        .fetchOne();
+    if (r == null) {
+      return new TaskTableRows(0, 0, -1);
+    }
+    return new TaskTableRows(r.value1() == null ? 0 : r.value1(), r.value2() == null ? 0 : r.value2(),
+        r.value3() == null ? -1 : r.value3());
+  }
+
+  /**
+   * ANALYZE of the task table (needs the table's owner; another role gets a server WARNING and no
+   * ANALYZE). New statistics make every session plan its task statements again. Locks: SHARE
+   * UPDATE EXCLUSIVE on the table, which no task statement takes.
+   */
+  public static void analyzeTasks(DSLContext dsl) {
+    dsl.query("ANALYZE pgtask.task").execute(); // a constant statement: ANALYZE has no jOOQ DSL
   }
 
   /**

@@ -1,0 +1,141 @@
+package dev.pgtask.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.pgtask.NewTask;
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.TaskOptions;
+import dev.pgtask.testsupport.QueueDatabase;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A queue is often empty when the server plans its statements: an idle queue polled, autovacuum's
+ * last ANALYZE seeing no row. A plan the server keeps from then must not read the whole task
+ * table for each row once a backlog arrives. Each test counts the rows of pgtask.task read by
+ * sequential scans ({@code seq_tup_read}) while a backlog goes through plans made on an empty,
+ * analyzed table.
+ */
+class EmptyQueuePlansTest {
+
+  @RegisterExtension
+  static final QueueDatabase queue = new QueueDatabase("emptyplans", 3);
+
+  @BeforeEach
+  void emptyAndAnalyzed() throws Exception {
+    queue.sql().exec("DELETE FROM pgtask.task");
+    queue.sql().exec("VACUUM ANALYZE pgtask.task");
+  }
+
+  @Test
+  void aBatchIntoAnEmptyAnalyzedTableReadsNoTaskSequentially() throws Exception {
+    try (Connection c = queue.pool().getConnection(); Statement st = c.createStatement()) {
+      c.setAutoCommit(false);
+      // 3,000 tasks of 300 tenants: each row's head is decided against the tasks before it
+      st.execute("SELECT count(*) FROM pgtask.enqueue_batch(array_fill('empty.batch'::text, ARRAY[3000]), NULL, NULL,"
+          + " (SELECT array_agg('t' || (i % 300)) FROM generate_series(1, 3000) i))");
+      // one at a time, as pgtask.enqueue does it (the insert trigger decides each head)
+      for (int i = 0; i < 300; i++) {
+        st.execute("SELECT pgtask.enqueue('empty.single', tenant := 's" + (i % 30) + "')");
+      }
+      assertThat(sequentiallyReadInThisTransaction(st)).as("task rows read by sequential scans").isZero();
+      c.commit();
+    }
+  }
+
+  @Test
+  void aWorkerWhosePlansWereMadeOnAnEmptyTableDrainsABacklogWithoutReadingItWhole() throws Exception {
+    int backlog = 2_000;
+    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
+        .handler("empty.task", (ctx, p) -> { })
+        .build().start()) {
+      // one task at a time into the idle worker: its claims run often enough on each pooled
+      // connection to be kept as prepared statements, with their plans
+      for (int i = 0; i < 20; i++) {
+        long done = worker.stats().completed();
+        queue.pgtask().enqueue(NewTask.of("empty.task", null, TaskOptions.defaults().withTenant("warm")));
+        await().atMost(Duration.ofSeconds(30)).until(() -> worker.stats().completed() > done);
+      }
+      // the table empty and analyzed (which makes the server plan again), then claims on it
+      queue.sql().exec("DELETE FROM pgtask.task");
+      queue.sql().exec("VACUUM ANALYZE pgtask.task");
+      for (int i = 0; i < 6; i++) {
+        long claims = worker.stats().claimQueries();
+        queue.sql().exec("SELECT pg_notify('pgtask', 'default')");
+        await().atMost(Duration.ofSeconds(30)).until(() -> worker.stats().claimQueries() > claims);
+      }
+      long[] before = taskTableStats();
+
+      List<NewTask> tasks = new ArrayList<>();
+      for (int i = 0; i < backlog; i++) {
+        tasks.add(NewTask.of("empty.task", null, TaskOptions.defaults().withTenant("t" + (i % 200))));
+      }
+      long done = worker.stats().completed();
+      queue.pgtask().enqueueAll(tasks);
+      await().atMost(Duration.ofSeconds(120)).until(() -> worker.stats().completed() >= done + backlog);
+      // the statistics arrive from each session within about a second: wait until they hold at
+      // least every claim's and every completion's update of the backlog
+      await().atMost(Duration.ofSeconds(30)).until(() -> taskTableStats()[1] - before[1] >= 2L * backlog);
+      // a plan that reads the table for each claim or each task reads it hundreds of times here;
+      // what is left is the re-lock of the first task claimed into the idle worker, planned by
+      // id on the empty table (the next ANALYZE renews it: see the test below)
+      long read = taskTableStats()[0] - before[0];
+      assertThat(read).as("task rows read by sequential scans while %d tasks were claimed and completed", backlog)
+          .isLessThan(3L * backlog);
+    }
+  }
+
+  @Test
+  void theLeaderAnalyzesATableThatOutgrewItsStatistics() throws Exception {
+    // autovacuum would analyze the table too, on its own schedule: not here
+    queue.sql().exec("ALTER TABLE pgtask.task SET (autovacuum_enabled = false)");
+    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(1).rescueInterval(Duration.ofMillis(500))
+        .handler("empty.other", (ctx, p) -> { })
+        .build().start()) {
+      assertThat(plannedRows()).as("pg_class.reltuples of the empty, analyzed table").isZero();
+      // a backlog of a kind nobody handles: it stays
+      List<NewTask> tasks = new ArrayList<>();
+      for (int i = 0; i < 3_000; i++) {
+        tasks.add(NewTask.of("empty.unhandled", null));
+      }
+      queue.pgtask().enqueueAll(tasks);
+      await().atMost(Duration.ofSeconds(30)).until(() -> plannedRows() >= 1_000);
+    } finally {
+      queue.sql().exec("ALTER TABLE pgtask.task RESET (autovacuum_enabled)");
+    }
+  }
+
+  private static double plannedRows() throws Exception {
+    try (Connection c = queue.database().dataSource().getConnection(); Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT reltuples FROM pg_class WHERE oid = 'pgtask.task'::regclass")) {
+      rs.next();
+      return rs.getDouble(1);
+    }
+  }
+
+  private static long sequentiallyReadInThisTransaction(Statement st) throws Exception {
+    try (ResultSet rs = st.executeQuery("SELECT coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables "
+        + "WHERE relid = 'pgtask.task'::regclass")) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /** {seq_tup_read, n_tup_upd} of pgtask.task, from the cumulative statistics. */
+  private static long[] taskTableStats() throws Exception {
+    try (Connection c = queue.database().dataSource().getConnection(); Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT coalesce(seq_tup_read, 0), n_tup_upd FROM pg_stat_user_tables "
+            + "WHERE relid = 'pgtask.task'::regclass")) {
+      rs.next();
+      return new long[] {rs.getLong(1), rs.getLong(2)};
+    }
+  }
+}
