@@ -43,10 +43,14 @@ import org.slf4j.LoggerFactory;
  *       (tenant, queue) pairs left with waiting tasks and no head get one (tenant repair: the only
  *       event that leaves a pair headless is an enqueue that commits while the head it waited behind
  *       finishes, so the repair comes with the rescue round instead of a pass of its own); the dead
- *       row versions of the task table are read for the vacuum;</li>
+ *       row versions of the task table, its live ones and the rows the planner believes it has
+ *       are read for the vacuum and the analyze;</li>
  *   <li>vacuum (after a rescue round that read {@value #VACUUM_DEAD_TUPLES} dead row versions or
  *       more, at most every 15 s): the task table is vacuumed, for servers where autovacuum is off
  *       or too slow;</li>
+ *   <li>analyze (after a rescue round that found the table four times larger than the planner
+ *       believes, and a thousand rows or more; at most every 15 s): {@code ANALYZE} of the task
+ *       table, so that plans kept from an empty queue are made again (see {@link #analyzeTurn});</li>
  *   <li>retention (every 30 s, or every half of a shorter retention when that is less): finished
  *       tasks past their retention are deleted in batches, and stale worker rows;</li>
  *   <li>unhandled kinds (every 30 s, in the transaction of the retention's first batch): due tasks
