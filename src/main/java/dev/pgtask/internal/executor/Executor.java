@@ -438,15 +438,21 @@ public final class Executor extends Service {
    * apply whatever the order; the verified requests for unregistered claims are replaced only by a
    * check that started later than the one that last replaced them.
    */
-  void apply(Map<Long, HeldState> found, long check) {
+  void apply(Map<Long, ExecuteQueries.Held> found, long check) {
     synchronized (registry) {
       Set<Long> unregistered = new HashSet<>();
-      found.forEach((id, state) -> {
+      found.forEach((id, answer) -> {
+        HeldState state = answer.state();
         LocalTask t = held.get(id);
         if (t == null) {
           if (state == HeldState.CANCEL_REQUESTED) {
             unregistered.add(id); // verified: owned by this worker, its claim's answer still on its way
           }
+          return;
+        }
+        if (t.claimed.attempt() != answer.attempt()) {
+          // about another attempt: an earlier one, rescued, that this worker held when the check
+          // read, and has claimed again since (the held attempt is checked at the next read)
           return;
         }
         LocalTask.Stop stop = state == HeldState.CANCEL_REQUESTED ? LocalTask.Stop.CANCELLED : LocalTask.Stop.LOST;
@@ -1111,13 +1117,14 @@ public final class Executor extends Service {
         }
         // not renewed: no longer ours, or its row was locked for a moment (another renewal, an
         // operator's lock attempt); the durable state says which
-        Map<Long, ExecuteQueries.HeldState> state = ExecuteQueries.checkHeld(Sql.using(config.dataSource()),
-            config.workerId(), List.of(t.fence));
-        if (state.get(t.id()) == ExecuteQueries.HeldState.GONE) {
+        ExecuteQueries.Held answer = ExecuteQueries.checkHeld(Sql.using(config.dataSource()),
+            config.workerId(), List.of(t.fence)).get(t.id());
+        ExecuteQueries.HeldState state = answer == null || answer.attempt() != t.claimed.attempt() ? null : answer.state();
+        if (state == ExecuteQueries.HeldState.GONE) {
           t.requestStop(LocalTask.Stop.LOST);
           return false;
         }
-        if (state.get(t.id()) == ExecuteQueries.HeldState.CANCEL_REQUESTED) {
+        if (state == ExecuteQueries.HeldState.CANCEL_REQUESTED) {
           t.requestStop(LocalTask.Stop.CANCELLED);
           return true;
         }

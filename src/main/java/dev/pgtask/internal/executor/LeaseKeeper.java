@@ -5,7 +5,6 @@ import dev.pgtask.internal.notifier.SessionWork;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.ExecuteQueries;
 import dev.pgtask.internal.sql.ExecuteQueries.Fence;
-import dev.pgtask.internal.sql.ExecuteQueries.HeldState;
 import dev.pgtask.internal.sql.Sql;
 import java.util.ArrayList;
 import java.util.List;
@@ -173,7 +172,7 @@ final class LeaseKeeper extends Service {
     List<Fence> fences = new ArrayList<>(held.size());
     held.forEach(t -> fences.add(t.fence));
     try {
-      Map<Long, HeldState> found = ExecuteQueries.checkHeld(Sql.using(config.dataSource()), config.workerId(), fences);
+      Map<Long, ExecuteQueries.Held> found = ExecuteQueries.checkHeld(Sql.using(config.dataSource()), config.workerId(), fences);
       executor.apply(found, started);
     } catch (Exception e) {
       log.warn("pgtask: reading the cancel requests of this worker's tasks failed ({}); trying again at the next check",

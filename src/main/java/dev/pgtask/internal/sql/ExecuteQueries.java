@@ -385,24 +385,33 @@ public final class ExecuteQueries {
   }
 
   /**
+   * What {@link #checkHeld} found about one attempt of a task: an answer about attempt 1 says
+   * nothing about attempt 2 of the same task, which the same worker may have claimed since (after
+   * a rescue of attempt 1) while the check was on its way.
+   */
+  public record Held(HeldState state, int attempt) {}
+
+  /**
    * Reads, from durable state only, what has happened to the tasks this worker holds: the cancel
    * requests that stand for its running attempts (by {@code owner}, also for tasks whose claim it
    * has not registered yet), and the tasks of {@code held} that are no longer running as held.
    * This is how a worker verifies a cancellation hint: the notification only says when to look.
-   * Locks: none.
+   * Each answer names the attempt it is about. Locks: none.
    */
-  public static Map<Long, HeldState> checkHeld(DSLContext dsl, String owner, java.util.List<Fence> held)
+  public static Map<Long, Held> checkHeld(DSLContext dsl, String owner, java.util.List<Fence> held)
       throws SQLException {
-    Map<Long, HeldState> found = new java.util.HashMap<>();
-    var requested = dsl.select(CANCEL_REQUEST.TASK_ID)
+    Map<Long, Held> found = new java.util.HashMap<>();
+    var requested = dsl.select(CANCEL_REQUEST.TASK_ID, CANCEL_REQUEST.ATTEMPT)
         .from(CANCEL_REQUEST)
         .join(TASK).on(TASK.ID.eq(CANCEL_REQUEST.TASK_ID)).and(TASK.ATTEMPT.eq(CANCEL_REQUEST.ATTEMPT))
         .where(TASK.OWNER.eq(owner))
         .and(TASK.STATE.eq(DSL.inline(TaskState.running)));
     if (held.isEmpty()) {
-      requested.fetch().forEach(r -> found.put(r.value1(), HeldState.CANCEL_REQUESTED));
+      requested.fetch().forEach(r -> found.put(r.value1(), new Held(HeldState.CANCEL_REQUESTED, r.value2())));
       return found;
     }
+    Map<Long, Integer> heldAttempts = new java.util.HashMap<>();
+    held.forEach(f -> heldAttempts.put(f.id(), f.attempt()));
     Long[] ids = held.stream().map(Fence::id).toArray(Long[]::new);
     var h = DSL.unnest(ids).as("h", "id");
     Field<Long> hId = h.field("id", Long.class);
@@ -416,10 +425,10 @@ public final class ExecuteQueries {
             .and(t.ATTEMPT.eq(DSL.field("({0} ->> {1})::integer", SQLDataType.INTEGER,
                 DSL.val(JSONB.valueOf(attemptMap(held).getValue())), hId.cast(SQLDataType.CLOB)))));
     for (var r : requested.fetch()) {
-      found.put(r.value1(), HeldState.CANCEL_REQUESTED);
+      found.put(r.value1(), new Held(HeldState.CANCEL_REQUESTED, r.value2()));
     }
     for (var r : gone.fetch()) {
-      found.put(r.value1(), HeldState.GONE);
+      found.put(r.value1(), new Held(HeldState.GONE, heldAttempts.get(r.value1())));
     }
     return found;
   }
