@@ -66,6 +66,9 @@ class TerminateBackendIT {
         sql.text("SELECT errors FROM pgtask.task WHERE id = " + victim));
 
     assertThat(w.isAlive()).as("the worker survives losing a session").isTrue();
+    assertThat(sql.text("SELECT coalesce(errors::text, '') FROM pgtask.task WHERE id = " + victim))
+        .as("the error history of the terminated task: a lost session, not the handler's doing")
+        .doesNotContain("the handler ended the task's transaction");
     assertThat(sql.rows("SELECT attempt FROM pgtask_demo.execution WHERE task_id = " + victim))
         .as("committed executions of the terminated task: its second attempt only").containsExactly("2");
     Faults.assertEveryRecordTaskCompletedExactlyOnce(sql);

@@ -848,7 +848,11 @@ public final class Executor extends Service {
     record(tx, t, outcome, startNanos);
   }
 
-  /** Releases or rolls back to the task's savepoint; a missing savepoint means the handler ended the transaction. */
+  /**
+   * Releases or rolls back to the task's savepoint; a missing savepoint means the handler ended the
+   * transaction. A lost session is not the handler's doing (its backend was terminated, the server
+   * restarted, the network broke): the attempt then fails as a lost transaction.
+   */
   private static void savepointStep(TaskTransaction tx, LocalTask t, boolean rollback) throws TransactionLost {
     try {
       if (rollback) {
@@ -857,8 +861,24 @@ public final class Executor extends Service {
         tx.releaseSavepointIfOpen();
       }
     } catch (SQLException e) {
+      if (sessionLost(tx, e)) {
+        throw new TransactionLost(e, null, false); // no task's fault: as a failed COMMIT
+      }
       boolean ended = "3B001".equals(e.getSQLState()) || tx.transactionState() == TransactionState.IDLE;
       throw new TransactionLost(e, t, ended || rollback);
+    }
+  }
+
+  /** Whether {@code e} says the task's session is gone: a connection error, or the server ended it. */
+  private static boolean sessionLost(TaskTransaction tx, SQLException e) {
+    String state = e.getSQLState();
+    if (state != null && (state.startsWith("08") || state.startsWith("57P"))) {
+      return true;
+    }
+    try {
+      return tx.conn.isClosed();
+    } catch (SQLException closed) {
+      return true;
     }
   }
 
