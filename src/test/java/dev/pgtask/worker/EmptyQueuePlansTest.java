@@ -87,12 +87,15 @@ class EmptyQueuePlansTest {
       // the statistics arrive from each session within about a second: wait until they hold at
       // least every claim's and every completion's update of the backlog
       await().atMost(Duration.ofSeconds(30)).until(() -> taskTableStats()[1] - before[1] >= 2L * backlog);
-      // a plan that reads the table for each claim or each task reads it hundreds of times here;
-      // what is left is the re-lock of the first task claimed into the idle worker, planned by
-      // id on the empty table (the next ANALYZE renews it: see the test below)
+      // a plan that reads the table for each candidate row or each task reads it hundreds of
+      // times here (measured without the settings: 379,199 and 548,696 rows, 190-270 times the
+      // backlog). What is left is the re-lock of a task claimed into the idle worker, planned by
+      // id on the empty table, which reads the table once each time the worker runs dry and claims
+      // again (the next ANALYZE renews it: see the test below): 2,040 rows here, 12,121 in a CI run
+      // under load
       long read = taskTableStats()[0] - before[0];
       assertThat(read).as("task rows read by sequential scans while %d tasks were claimed and completed", backlog)
-          .isLessThan(3L * backlog);
+          .isLessThan(25L * backlog);
     }
   }
 
