@@ -56,6 +56,7 @@ class EmptyQueuePlansTest {
 
   @Test
   void aWorkerWhosePlansWereMadeOnAnEmptyTableDrainsABacklogWithoutReadingItWhole() throws Exception {
+    assumeIdleSessionsReportTheirStatistics();
     int backlog = 2_000;
     try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
         .handler("empty.task", (ctx, p) -> { })
@@ -101,6 +102,7 @@ class EmptyQueuePlansTest {
 
   @Test
   void theLeaderAnalyzesATableThatOutgrewItsStatistics() throws Exception {
+    assumeIdleSessionsReportTheirStatistics();
     // autovacuum would analyze the table too, on its own schedule: not here
     queue.sql().exec("ALTER TABLE pgtask.task SET (autovacuum_enabled = false)");
     try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(1).rescueInterval(Duration.ofMillis(500))
@@ -138,6 +140,18 @@ class EmptyQueuePlansTest {
     // measured here: a median of 32 ms a claim when the server compiles it, 1.4 ms when it does not
     assertThat(micros.get(micros.size() / 2)).as("median claim over the backlog, µs (all: %s)", micros)
         .isLessThan(10_000L);
+  }
+
+  /**
+   * Before PostgreSQL 15 a session sends its table statistics (rows inserted, updated, read) when
+   * it next ends a transaction at least 500 ms after its last report: a pooled connection that goes
+   * idle keeps its last counts unsent. These tests read other sessions' counts; on 13 and 14 they
+   * would wait for counts that do not come (seen on 13 in CI).
+   */
+  private static void assumeIdleSessionsReportTheirStatistics() throws Exception {
+    int version = Integer.parseInt(queue.sql().text("SHOW server_version_num"));
+    Assumptions.assumeTrue(version >= 150000,
+        "idle sessions report their table statistics from PostgreSQL 15 on; this server is " + version);
   }
 
   private static double plannedRows() throws Exception {
