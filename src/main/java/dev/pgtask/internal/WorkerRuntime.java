@@ -70,6 +70,8 @@ public final class WorkerRuntime {
     // and the leases of claimed tasks that wait: kept while the worker lives, whatever its pool can give
     listener.sessionWork(executor.sessionRenewal());
     producer.listening(() -> listener.listeningSince() != 0);
+    // whether a claim after a hand-off holds its spill back (Producer.holdSpill)
+    producer.lastQueueNotification(listener::lastQueueNotification);
   }
 
   public void start() {

@@ -16,7 +16,8 @@ import org.postgresql.PGNotification;
 /**
  * What a test caused on channel "pgtask", without waiting for a quiet time: {@link #collect}
  * commits a "fence", an enqueue into a queue of its own, and returns every notification the
- * LISTEN session received before the fence's (notifications arrive in commit order).
+ * LISTEN session received before the fence's (notifications arrive in commit order); those that
+ * arrive with the fence's but after it belong to the next collect.
  */
 public final class NotificationFence {
 
@@ -25,6 +26,8 @@ public final class NotificationFence {
 
   private final Connection listener;
   private final PgTask pgtask;
+  // what arrived after a fence in the same read: the next collect's first
+  private final List<String> afterFence = new ArrayList<>();
 
   /** LISTENs on channel pgtask on {@code listener}; fences are enqueued through {@code pgtask}. */
   public NotificationFence(Connection listener, PgTask pgtask) throws SQLException {
@@ -43,18 +46,26 @@ public final class NotificationFence {
     String fence = "fence-" + FENCES.incrementAndGet();
     pgtask.enqueue(NewTask.of("fence", Map.of(), TaskOptions.defaults().withQueue(fence)));
     PGConnection pg = listener.unwrap(PGConnection.class);
-    List<String> received = new ArrayList<>();
+    List<String> received = new ArrayList<>(afterFence);
+    afterFence.clear();
     long deadline = System.currentTimeMillis() + WAIT_MILLIS;
     while (System.currentTimeMillis() < deadline) {
       PGNotification[] batch = pg.getNotifications((int) Math.max(1, deadline - System.currentTimeMillis()));
       if (batch == null) {
         continue;
       }
+      boolean fenced = false;
       for (PGNotification n : batch) {
-        if (n.getName().equals("pgtask") && n.getParameter().equals(fence)) {
-          return received;
+        if (fenced) {
+          afterFence.add(n.getName() + ":" + n.getParameter());
+        } else if (n.getName().equals("pgtask") && n.getParameter().equals(fence)) {
+          fenced = true;
+        } else {
+          received.add(n.getName() + ":" + n.getParameter());
         }
-        received.add(n.getName() + ":" + n.getParameter());
+      }
+      if (fenced) {
+        return received;
       }
     }
     throw new AssertionError("the fence notification " + fence + " did not arrive within " + WAIT_MILLIS

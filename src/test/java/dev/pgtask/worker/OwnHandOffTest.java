@@ -29,7 +29,11 @@ import org.junit.jupiter.api.Test;
  * wakes that worker in-process and sends no notification: every listening session would be
  * signalled, and every idle worker would claim, for a task this worker takes itself. Hand-offs
  * into a queue it does not serve, and those of a stopping worker, still notify; a claim that takes
- * all it asked for notifies its queues, so idle workers claim what it could not take.
+ * all it asked for notifies its queues, so idle workers claim what it could not take; within a
+ * quiet interval ({@code Producer.SPILL_QUIET_NANOS}, 100 ms) after a notification of the queue,
+ * which every idle worker heard too, it holds that notification back and sends it a quiet
+ * interval later if a task is still claimable then: at most about one such notification per
+ * quiet interval, whatever the number of workers.
  *
  * <p>The workers poll every ten minutes: a task that starts within seconds was woken. A LISTEN
  * session of the test sees every notification; each check ends with a "fence", an enqueue into a
@@ -39,6 +43,7 @@ import org.junit.jupiter.api.Test;
 class OwnHandOffTest {
 
   private static final Duration NO_POLL = Duration.ofMinutes(10);
+  private static final long QUIET = TimeUnit.MILLISECONDS.toNanos(100); // Producer.SPILL_QUIET_NANOS
 
   TestDatabase db;
   HikariDataSource pool;
@@ -47,6 +52,7 @@ class OwnHandOffTest {
   NotificationFence fence;
   final Set<String> started = ConcurrentHashMap.newKeySet();
   final CountDownLatch release = new CountDownLatch(1);
+  final CountDownLatch releaseSecond = new CountDownLatch(1);
 
   @BeforeEach
   void listen() throws Exception {
@@ -60,6 +66,7 @@ class OwnHandOffTest {
   @AfterEach
   void close() throws Exception {
     release.countDown();
+    releaseSecond.countDown();
     listener.close();
     pool.close();
     db.close();
@@ -73,7 +80,7 @@ class OwnHandOffTest {
         .handler("handoff.step", JsonNode.class, (ctx, p) -> {
           started.add(p.get("name").asText());
           if (p.path("block").asBoolean()) {
-            release.await(30, TimeUnit.SECONDS);
+            (p.path("second").asBoolean() ? releaseSecond : release).await(30, TimeUnit.SECONDS);
           }
         });
   }
@@ -144,6 +151,8 @@ class OwnHandOffTest {
       await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
       pgtask.enqueue(step("waiting", false, TaskOptions.defaults().withQueue("full")));
       assertThat(notificationsUntilFence()).as("the enqueues").containsExactly("pgtask:full", "pgtask:full");
+      // the quiet interval after the last notification of the queue passes: the claim sends its own
+      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) + 50);
 
       release.countDown();
       awaitCompleted("next");
@@ -151,6 +160,77 @@ class OwnHandOffTest {
       assertThat(notificationsUntilFence())
           .as("the claim after the hand-off, which had room for one of the two claimable tasks")
           .containsExactly("pgtask:full");
+    }
+  }
+
+  /**
+   * As above, but the hand-off comes right after the enqueue's notification, which every idle
+   * worker heard: the claim holds its notification back, and since the handed-on task keeps the
+   * worker busy and the other task is still claimable a quiet interval later, the worker sends it
+   * then, once.
+   */
+  @Test
+  void aSpillHeldBackAfterARecentNotificationIsSentOnceWhileATaskIsStillClaimable() throws Exception {
+    TaskOptions tenant = TaskOptions.defaults().withQueue("held").withTenant("acme");
+    try (PgTaskWorker w = worker("held", 1).prefetch(0).build().start()) {
+      awaitListening(1);
+      pgtask.enqueueAll(List.of(step("first", true, tenant),
+          NewTask.of("handoff.step", Map.of("name", "next", "block", true, "second", true), tenant)));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
+      notificationsUntilFence();
+
+      long enqueued = System.nanoTime();
+      pgtask.enqueue(step("waiting", false, TaskOptions.defaults().withQueue("held")));
+      release.countDown(); // "first" completes and hands "next" on: its claim takes "next", its only room
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("next"));
+      long handedOn = System.nanoTime();
+      List<String> received = new java.util.ArrayList<>();
+      await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(5)).until(() -> {
+        received.addAll(notificationsUntilFence());
+        return received.size() >= 2;
+      });
+      long spilled = System.nanoTime(); // by then the second notification had arrived
+      if (handedOn - enqueued < QUIET / 2) {
+        // the claim came well within the quiet interval after the enqueue's notification: its own
+        // waited for the interval's end
+        assertThat(TimeUnit.NANOSECONDS.toMillis(spilled - enqueued)).as("ms from the enqueue to the spill")
+            .isGreaterThanOrEqualTo(TimeUnit.NANOSECONDS.toMillis(QUIET));
+      }
+      // two quiet intervals more: a second notification for the same left-behind task would show now
+      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) * 2);
+      received.addAll(notificationsUntilFence());
+      assertThat(received).as("the enqueue of \"waiting\", then the spill for it").containsExactly("pgtask:held", "pgtask:held");
+      assertThat(started).as("\"waiting\": left for another worker while this one runs \"next\"").doesNotContain("waiting");
+      releaseSecond.countDown();
+      awaitCompleted("waiting");
+    }
+  }
+
+  /**
+   * A worker working through many tenants' tasks hands on at each completion and its claims come
+   * back full, but it notifies the queue about once per quiet interval, not once per claim.
+   */
+  @Test
+  void aBusyWorkersSpillsComeAboutOncePerQuietIntervalNotOncePerHandOff() throws Exception {
+    List<NewTask> tasks = new java.util.ArrayList<>();
+    for (int t = 0; t < 40; t++) {
+      for (int i = 0; i < 6; i++) {
+        tasks.add(step("busy-" + t + "-" + i, false, TaskOptions.defaults().withQueue("busy").withTenant("t" + t)));
+      }
+    }
+    try (PgTaskWorker w = worker("busy", 2).prefetch(0).build().start()) {
+      awaitListening(1);
+      notificationsUntilFence();
+      long start = System.nanoTime();
+      pgtask.enqueueAll(tasks);
+      await().atMost(Duration.ofSeconds(60)).until(() -> started.size() == tasks.size());
+      long elapsed = System.nanoTime() - start;
+      List<String> received = notificationsUntilFence();
+      long claims = w.stats().claimQueries();
+      assertThat(received).as("notifications for queue busy (the enqueue's and the spills) in %d ms, with %d claims",
+          TimeUnit.NANOSECONDS.toMillis(elapsed), claims)
+          .hasSizeLessThanOrEqualTo((int) (elapsed / QUIET) + 3);
+      assertThat(claims).as("claims after hand-offs, most of them full").isGreaterThan(2L * received.size());
     }
   }
 

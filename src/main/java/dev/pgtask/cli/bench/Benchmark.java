@@ -180,7 +180,7 @@ public final class Benchmark {
 
   private double drain(HikariDataSource pool, PgTask pgtask, int concurrency, Mode mode, int n) throws Exception {
     resetTasks(pool);
-    if (System.getenv("DBG_NOANALYZE") == null) vacuumAnalyze(pool);
+    vacuumAnalyze(pool);
     List<NewTask> tasks = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       TaskOptions o = mode == Mode.PLAIN ? TaskOptions.defaults() : TaskOptions.defaults().withTenant("tenant-" + (i % 2_000));

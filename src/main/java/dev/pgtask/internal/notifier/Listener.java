@@ -67,6 +67,8 @@ public final class Listener extends Service {
   private volatile Connection connection;
   private volatile long listeningSince;
   private volatile Runnable onSchedulesChanged = () -> { };
+  // System.nanoTime() when the last "<queue>" notification of one of this worker's queues arrived (0: none)
+  private volatile long lastQueueNotification;
 
   /** Receives "a task of one of this worker's queues is due in this long" (payload {@code <queue> <ms>}). */
   public void onDue(java.util.function.Consumer<java.time.Duration> onDue) {
@@ -84,6 +86,14 @@ public final class Listener extends Service {
     if (ms <= 86_400_000L) {
       onDue.accept(java.time.Duration.ofMillis(Math.max(0, ms)));
     }
+  }
+
+  /**
+   * {@code System.nanoTime()} when the last notification that one of this worker's queues has a task
+   * due now arrived on this session, or 0 when none has (see {@code Producer}, the spill).
+   */
+  public long lastQueueNotification() {
+    return lastQueueNotification;
   }
 
   /** Receives the cancellation hints sent on {@link #CONTROL_CHANNEL}. */
@@ -205,7 +215,10 @@ public final class Listener extends Service {
               String payload = n.getParameter();
               int space = payload.indexOf(' ');
               if (space < 0) {
-                wake |= queues.contains(payload);
+                if (queues.contains(payload)) {
+                  wake = true;
+                  lastQueueNotification = now;
+                }
               } else if (queues.contains(payload.substring(0, space))) {
                 dueLater(payload.substring(space + 1));
               }

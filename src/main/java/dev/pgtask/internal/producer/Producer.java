@@ -51,6 +51,12 @@ public final class Producer extends Service {
   // System.currentTimeMillis() when the last poll on the listener's session committed (0: none)
   private volatile long sessionPollMillis;
   private volatile java.util.function.BooleanSupplier listening = () -> false;
+  // Listener.lastQueueNotification of this worker's listener (0: none heard)
+  private volatile java.util.function.LongSupplier lastQueueNotification = () -> 0;
+  // System.nanoTime() of a full claim after a hand-off whose spill was held back (0: none owed, see oweSpill)
+  private final java.util.concurrent.atomic.AtomicLong spillOwed = new java.util.concurrent.atomic.AtomicLong();
+  // System.nanoTime() when this worker last sent a spill (0: never)
+  private volatile long lastSpillSent;
   private final List<String> kinds;
   // a claim into an idle worker starts its head's transaction in the same round trip
   // (ClaimQueries.claimAndStart); not for a worker of plain-mode kinds only, whose claims have none.
@@ -84,6 +90,20 @@ public final class Producer extends Service {
     });
     timer.setRemoveOnCancelPolicy(true);
   }
+
+  /**
+   * How long after a notification of its queues this worker's claims send no spill of their own
+   * (see {@link #holdSpill}).
+   */
+  static final long SPILL_QUIET_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+  /**
+   * A notification heard this long after a held-back spill is taken to have been sent after the
+   * claim that held it back committed. A notification takes 1 to 5 ms from its COMMIT to a listener
+   * on a healthy server, but a listener thread that waits for a CPU hears it later: the enqueue's
+   * notification that made the claim hold its spill can arrive after the claim. A wrong guess here
+   * costs one notification more; the other way, a task that waits for the next poll.
+   */
+  static final long SPILL_HEARD_MARGIN_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
   /** Margin after a due time before the claim: the database's clock decides, a little late is fine. */
   private static final long DUE_MARGIN_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
@@ -200,9 +220,72 @@ public final class Producer extends Service {
     };
   }
 
+  /**
+   * Whether the claim after this worker's own hand-off holds its spill back: when this worker heard
+   * a notification of its queues, or sent a spill itself, less than {@link #SPILL_QUIET_NANOS} ago.
+   * Every idle worker of the queue heard that too and claimed, and on a busy cluster nearly every
+   * claim after a hand-off is full: a spill for each would signal every listening session of the
+   * database for each (with 64 workers, about 60 times a second, each waking 64 sessions). A
+   * held-back spill whose claim comes back full is owed ({@link #oweSpill}).
+   */
+  private boolean holdSpill() {
+    long heard = lastQueueNotification.getAsLong();
+    long sent = lastSpillSent;
+    long last = heard == 0 ? sent : sent == 0 || heard - sent > 0 ? heard : sent;
+    return last != 0 && System.nanoTime() - last < SPILL_QUIET_NANOS;
+  }
+
+  /**
+   * A full claim held its spill back ({@link #holdSpill}): a quiet interval after the notification
+   * it heard (plus a jitter of up to half of one, so that the workers that owe one do not all send
+   * at once), this worker sends it on its own, if no notification arrived and no spill of its own
+   * went out since, and a task of its queues and kinds is still claimable then. So a worker that
+   * idles hears of a task a busy one left behind within about 150 ms, and the database sends about
+   * one spill per quiet interval, whatever the number of workers.
+   */
+  private void oweSpill() {
+    long now = System.nanoTime();
+    if (!spillOwed.compareAndSet(0, now)) {
+      return; // owed already: that one reads the claimable tasks later than this claim committed
+    }
+    long heard = lastQueueNotification.getAsLong();
+    long due = heard == 0 ? now : Math.max(now, heard + SPILL_QUIET_NANOS);
+    long delay = due - now + ThreadLocalRandom.current().nextLong(SPILL_QUIET_NANOS / 2 + 1);
+    synchronized (timer) {
+      if (!timer.isShutdown()) {
+        timer.schedule(this::sendOwedSpill, delay, TimeUnit.NANOSECONDS);
+      }
+    }
+  }
+
+  /** The owed spill ({@link #oweSpill}), on the timer's thread: one short transaction on the pool. */
+  private void sendOwedSpill() {
+    long owed = spillOwed.getAndSet(0); // before the read: a claim that owes after it owes again
+    if (owed == 0 || !isRunning() || lastQueueNotification.getAsLong() - owed > SPILL_HEARD_MARGIN_NANOS
+        || lastSpillSent - owed > 0) {
+      return; // the idle workers were called since
+    }
+    try {
+      dev.pgtask.internal.sql.Sql.using(config.dataSource()).transaction(c -> {
+        if (IdleQueries.claimable(c.dsl(), config.queues(), kinds)) {
+          IdleQueries.notifyQueues(c.dsl(), config.queues());
+          lastSpillSent = System.nanoTime();
+        }
+      });
+    } catch (RuntimeException e) {
+      log.warn("pgtask: notifying the queues of the tasks a claim left behind failed ({}); the other workers "
+          + "find them at their next poll", e.getMessage());
+    }
+  }
+
   /** Whether the listener is listening (then it runs the polls on its session, see {@link #sessionPoll()}). */
   public void listening(java.util.function.BooleanSupplier listening) {
     this.listening = listening;
+  }
+
+  /** When this worker's listener last heard a notification of its queues (see {@link #holdSpill}). */
+  public void lastQueueNotification(java.util.function.LongSupplier lastQueueNotification) {
+    this.lastQueueNotification = lastQueueNotification;
   }
 
   /**
@@ -299,12 +382,16 @@ public final class Producer extends Service {
       }
       stats.claimQueries.incrementAndGet();
       Claim claim;
+      boolean spill = handedOn;
+      handedOn = false;
+      boolean heldSpill = spill && holdSpill();
+      if (heldSpill) {
+        spill = false;
+      }
       long claimNanos = executor.claimStarting();
       try {
         boolean startHead = startHeads && executor.isIdle() && !first;
         first = false;
-        boolean spill = handedOn;
-        handedOn = false;
         if (startHead) {
           StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
               room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace(), spill);
@@ -326,7 +413,13 @@ public final class Producer extends Service {
         throw e;
       }
       if (claim.locked() < room) {
+        spillOwed.set(0); // it left nothing claimable behind: an owed spill has nothing to tell
         return; // drained: wait for a wake-up or the next poll
+      }
+      if (heldSpill) {
+        oweSpill();
+      } else if (spill) {
+        lastSpillSent = System.nanoTime(); // a full claim with its spill: it notified if it left a task behind
       }
     }
   }

@@ -38,4 +38,12 @@ public final class IdleQueries {
             .and(running.BLOCKED.isFalse())
             .and(running.STATE.eq(DSL.inline(TaskState.running)))))));
   }
+
+  /** Notifies each of {@code queues} that it has a task due now, with the transaction's commit. */
+  public static void notifyQueues(DSLContext dsl, List<String> queues) {
+    for (String queue : queues) {
+      dsl.select(DSL.function("pg_notify", Object.class, DSL.inline(dev.pgtask.internal.notifier.Listener.CHANNEL),
+          DSL.val(queue))).fetch();
+    }
+  }
 }
