@@ -207,6 +207,32 @@ class OwnHandOffTest {
   }
 
   /**
+   * As above, but what the enqueue's notification announced is not claimable by this worker (a
+   * kind it has no handler for), so at the end of the quiet interval nothing is: the owed
+   * notification is not sent.
+   */
+  @Test
+  void aHeldBackSpillIsNotSentWhenNothingIsClaimableAtTheEndOfTheQuietInterval() throws Exception {
+    TaskOptions tenant = TaskOptions.defaults().withQueue("gone").withTenant("acme");
+    try (PgTaskWorker w = worker("gone", 1).prefetch(0).build().start()) {
+      awaitListening(1);
+      pgtask.enqueueAll(List.of(step("first", true, tenant),
+          NewTask.of("handoff.step", Map.of("name", "next", "block", true, "second", true), tenant)));
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first"));
+      notificationsUntilFence();
+
+      pgtask.enqueue(NewTask.of("handoff.unserved", Map.of(), TaskOptions.defaults().withQueue("gone")));
+      release.countDown(); // "first" completes and hands "next" on: a full claim within the quiet interval
+      await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(5)).until(() -> started.contains("next"));
+      // the owed spill's time (a quiet interval and its jitter after the enqueue's notification) passes
+      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) * 3);
+      assertThat(notificationsUntilFence()).as("the enqueue's only: nothing this worker could claim was left")
+          .containsExactly("pgtask:gone");
+      releaseSecond.countDown();
+    }
+  }
+
+  /**
    * A worker working through many tenants' tasks hands on at each completion and its claims come
    * back full, but it notifies the queue about once per quiet interval, not once per claim.
    */

@@ -229,27 +229,37 @@ public final class Producer extends Service {
    * held-back spill whose claim comes back full is owed ({@link #oweSpill}).
    */
   private boolean holdSpill() {
-    long heard = lastQueueNotification.getAsLong();
-    long sent = lastSpillSent;
-    long last = heard == 0 ? sent : sent == 0 || heard - sent > 0 ? heard : sent;
+    long last = lastQueueCall();
     return last != 0 && System.nanoTime() - last < SPILL_QUIET_NANOS;
   }
 
   /**
-   * A full claim held its spill back ({@link #holdSpill}): a quiet interval after the notification
-   * it heard (plus a jitter of up to half of one, so that the workers that owe one do not all send
-   * at once), this worker sends it on its own, if no notification arrived and no spill of its own
-   * went out since, and a task of its queues and kinds is still claimable then. So a worker that
+   * {@code System.nanoTime()} of the later of the last notification of this worker's queues it
+   * heard and the last spill it sent (0: neither yet).
+   */
+  private long lastQueueCall() {
+    long heard = lastQueueNotification.getAsLong();
+    long sent = lastSpillSent;
+    return heard == 0 || (sent != 0 && sent - heard > 0) ? sent : heard;
+  }
+
+  /**
+   * A full claim held its spill back ({@link #holdSpill}): a quiet interval after the last call of
+   * its queues (plus a jitter of up to half of one, so that the workers that owe one do not all
+   * send at once), this worker sends it on its own, if no notification arrived and no spill of its
+   * own went out since, and a task of its queues and kinds is still claimable then. So a worker that
    * idles hears of a task a busy one left behind within about 150 ms, and the database sends about
-   * one spill per quiet interval, whatever the number of workers.
+   * one spill per quiet interval, whatever the number of workers. A worker that dies owing one
+   * leaves those tasks to the next poll of the queue's workers, as one that dies before its claim
+   * after a hand-off.
    */
   private void oweSpill() {
     long now = System.nanoTime();
     if (!spillOwed.compareAndSet(0, now)) {
       return; // owed already: that one reads the claimable tasks later than this claim committed
     }
-    long heard = lastQueueNotification.getAsLong();
-    long due = heard == 0 ? now : Math.max(now, heard + SPILL_QUIET_NANOS);
+    long last = lastQueueCall();
+    long due = last == 0 ? now : Math.max(now, last + SPILL_QUIET_NANOS);
     long delay = due - now + ThreadLocalRandom.current().nextLong(SPILL_QUIET_NANOS / 2 + 1);
     synchronized (timer) {
       if (!timer.isShutdown()) {
@@ -258,7 +268,10 @@ public final class Producer extends Service {
     }
   }
 
-  /** The owed spill ({@link #oweSpill}), on the timer's thread: one short transaction on the pool. */
+  /**
+   * The owed spill ({@link #oweSpill}), on the timer's thread: one statement on the pool that reads
+   * whether a task is claimable and notifies if one is ({@link IdleQueries#notifyIfClaimable}).
+   */
   private void sendOwedSpill() {
     long owed = spillOwed.getAndSet(0); // before the read: a claim that owes after it owes again
     if (owed == 0 || !isRunning() || lastQueueNotification.getAsLong() - owed > SPILL_HEARD_MARGIN_NANOS
@@ -266,12 +279,10 @@ public final class Producer extends Service {
       return; // the idle workers were called since
     }
     try {
-      dev.pgtask.internal.sql.Sql.using(config.dataSource()).transaction(c -> {
-        if (IdleQueries.claimable(c.dsl(), config.queues(), kinds)) {
-          IdleQueries.notifyQueues(c.dsl(), config.queues());
-          lastSpillSent = System.nanoTime();
-        }
-      });
+      if (IdleQueries.notifyIfClaimable(dev.pgtask.internal.sql.Sql.using(config.dataSource()), config.queues(),
+          kinds) > 0) {
+        lastSpillSent = System.nanoTime();
+      }
     } catch (RuntimeException e) {
       log.warn("pgtask: notifying the queues of the tasks a claim left behind failed ({}); the other workers "
           + "find them at their next poll", e.getMessage());

@@ -8,6 +8,7 @@ import dev.pgtask.internal.sql.gen.tables.Task;
 import java.util.List;
 import org.jooq.DSLContext;
 import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 
 /** The statements of an idle worker's poll when it runs on the listener's session (see {@code Listener}). */
 public final class IdleQueries {
@@ -23,9 +24,26 @@ public final class IdleQueries {
    * index; locks nothing.
    */
   public static boolean claimable(DSLContext dsl, List<String> queues, List<String> kinds) {
+    return dsl.fetchExists(claimableTask(queues, kinds));
+  }
+
+  /**
+   * Notifies each of {@code queues} that it has a task due now, in one statement (autocommit: sent
+   * as it returns), when a claim of this worker would find a task ({@link #claimable}); returns
+   * how many queues it notified (0: nothing claimable, nothing sent).
+   */
+  public static int notifyIfClaimable(DSLContext dsl, List<String> queues, List<String> kinds) {
+    return dsl.fetchValue(DSL.field("(SELECT count(*) FROM (SELECT pg_notify({0}, q.q) FROM unnest({1}) AS q(q)"
+        + " WHERE {2}) AS s)::integer", SQLDataType.INTEGER,
+        DSL.inline(dev.pgtask.internal.notifier.Listener.CHANNEL),
+        DSL.val(queues.toArray(new String[0])).cast(SQLDataType.VARCHAR.array()),
+        DSL.exists(claimableTask(queues, kinds))));
+  }
+
+  private static org.jooq.Select<?> claimableTask(List<String> queues, List<String> kinds) {
     Task c = TASK.as("c");
     Task running = TASK.as("r");
-    return dsl.fetchExists(DSL.selectOne()
+    return DSL.selectOne()
         .from(c)
         .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
         .and(c.BLOCKED.isFalse())
@@ -36,14 +54,6 @@ public final class IdleQueries {
         .and(c.TENANT_ID.isNull().or(DSL.notExists(DSL.selectOne().from(running)
             .where(running.TENANT_ID.eq(c.TENANT_ID))
             .and(running.BLOCKED.isFalse())
-            .and(running.STATE.eq(DSL.inline(TaskState.running)))))));
-  }
-
-  /** Notifies each of {@code queues} that it has a task due now, with the transaction's commit. */
-  public static void notifyQueues(DSLContext dsl, List<String> queues) {
-    for (String queue : queues) {
-      dsl.select(DSL.function("pg_notify", Object.class, DSL.inline(dev.pgtask.internal.notifier.Listener.CHANNEL),
-          DSL.val(queue))).fetch();
-    }
+            .and(running.STATE.eq(DSL.inline(TaskState.running))))));
   }
 }
