@@ -139,7 +139,12 @@ class DefaultCommitBatchingTest {
     watcher.start();
   }
 
+  /**
+   * From the handler's return to the watcher's first sight of the task completed; waits for that
+   * sight (the test's own wait for the completions can see them before the watcher's next read).
+   */
   private long commitLagMillis(long id) {
+    await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(2)).until(() -> seenCompletedAt.containsKey(id));
     return (seenCompletedAt.get(id) - returnedAt.get(id)) / 1_000_000;
   }
 
