@@ -50,6 +50,15 @@ class PgBouncerIT {
     return sql.text("SELECT state FROM pgtask.task WHERE id = " + id);
   }
 
+  /**
+   * Its worker's task transaction holds it: the statement that takes the row lock also names the
+   * task in application_name, which is where pgtask.running finds its backend. "running" alone is
+   * also true between claim and start, when cancel ends the task at once (CANCELLED).
+   */
+  private static boolean heldByItsTransaction(Db sql, long id) throws Exception {
+    return sql.text("SELECT backend_pid FROM pgtask.running WHERE task_id = " + id) != null;
+  }
+
   @Test
   void aWorkerWhoseListenGoesThroughATransactionPoolerSaysSoWorksByPollingAndStillCancels() throws Exception {
     PgTask pgtask = PgTask.create(db.dataSource());
@@ -64,7 +73,7 @@ class PgBouncerIT {
 
       long running = pgtask.enqueue(NewTask.of(DemoHandlers.SLEEP, Map.of("ms", 120_000),
           TaskOptions.defaults().withQueue("deaf")));
-      await().atMost(Duration.ofSeconds(20)).until(() -> "running".equals(state(sql, running)));
+      await().atMost(Duration.ofSeconds(20)).until(() -> heldByItsTransaction(sql, running));
       assertThat(pgtask.cancel(running)).isEqualTo(CancelResult.CANCEL_REQUESTED);
       // no notification reaches it: read at its next poll (1 s), well before a lease renewal (every 30 s)
       await().atMost(Duration.ofSeconds(7)).until(() -> "cancelled".equals(state(sql, running)));
@@ -88,7 +97,7 @@ class PgBouncerIT {
 
       long running = pgtask.enqueue(NewTask.of(DemoHandlers.SLEEP, Map.of("ms", 120_000),
           TaskOptions.defaults().withQueue("split")));
-      await().atMost(Duration.ofSeconds(10)).until(() -> "running".equals(state(sql, running)));
+      await().atMost(Duration.ofSeconds(10)).until(() -> heldByItsTransaction(sql, running));
       assertThat(pgtask.cancel(running)).isEqualTo(CancelResult.CANCEL_REQUESTED);
       await().atMost(Duration.ofSeconds(5)).until(() -> "cancelled".equals(state(sql, running)));
       assertThat(w.log()).doesNotContain("receives no notifications").doesNotContain("prepared statement \"S_");
