@@ -149,6 +149,8 @@ DECLARE
   v_stopped integer[];
   v_woken text[];
   v_run_ats timestamptz[];
+  v record;
+  v_now timestamptz := clock_timestamp();
 BEGIN
   SELECT array_agg(o.tenant_id), array_agg(o.queue),
          array_agg(o.tenant_id) FILTER (WHERE o.state = 'running' AND n.state <> 'running')
@@ -205,6 +207,30 @@ BEGIN
             AND h.state IN ('available', 'retryable') AND h.run_at <= clock_timestamp()) d
     WHERE NOT coalesce(strpos(current_setting('pgtask.worker_queues', true), ',' || d.queue || ',') > 0, false);
   END IF;
+  -- Tasks the statement put (back) in a queue, as pgtask.wake_queues wakes them: a running task
+  -- due again now (put back by a stopping worker, rescued, retried at once), or a queued one that
+  -- was not waiting in that queue by then (retried by an operator, moved earlier by
+  -- pgtask.update_task, moved to another queue). A running task due later (a retry's backoff, a snooze, a
+  -- deferral) sends nothing: its worker's own timer claims it then, and a notification to every
+  -- session for each failure would cost more than the next poll saves. Claims, completions and
+  -- lease renewals leave no row claimable: the filter on new_tasks ends them before the join.
+  FOR v IN SELECT n.queue, bool_or(n.run_at <= v_now) AS due_now,
+                  min(n.run_at) FILTER (WHERE n.run_at > v_now) AS next_at
+           FROM new_tasks n
+           JOIN old_tasks o ON o.id = n.id
+           WHERE n.state IN ('available', 'retryable') AND NOT n.blocked
+             AND CASE WHEN o.state = 'running' THEN n.run_at <= v_now
+                      ELSE o.state NOT IN ('available', 'retryable') OR o.blocked OR o.queue <> n.queue
+                           OR o.run_at > n.run_at END
+           GROUP BY n.queue LOOP
+    IF v.due_now AND NOT coalesce(strpos(current_setting('pgtask.worker_queues', true), ',' || v.queue || ',') > 0, false) THEN
+      PERFORM pg_notify('pgtask', v.queue);
+    END IF;
+    IF v.next_at IS NOT NULL THEN
+      PERFORM pg_notify('pgtask', v.queue || ' '
+                        || ceil(extract(epoch FROM v.next_at - clock_timestamp()) * 1000)::bigint);
+    END IF;
+  END LOOP;
   RETURN NULL;
 END
 $$;
@@ -288,8 +314,11 @@ CREATE TRIGGER task_after_delete_head
 -- notification: every listening session of the database would be signalled, and every idle
 -- worker would claim, for one task that its own worker takes anyway (with 64 workers, a quarter
 -- of the server's CPU went to delivering them). Every other path still notifies: other queues,
--- "due later" payloads, and every statement without the setting (failures, retries,
--- cancellations, maintenance, SQL by hand). A claim that comes back full notifies its queues
+-- "due later" payloads, and every statement without the setting that makes a task claimable (a
+-- task put back or rescued, a retry due at once, an operator's retry or update, a tenant's head
+-- handed on by a failure or a cancellation, SQL by hand; see pgtask.task_after_update_heads). A
+-- running task whose retry, snooze or deferral is due later is claimed by its own worker's timer,
+-- and by the others' polls if that worker stops first. A claim that comes back full notifies its queues
 -- (ClaimQueries), so a worker that cannot take all it made claimable calls the others in.
 -- ---------------------------------------------------------------------------------------------
 

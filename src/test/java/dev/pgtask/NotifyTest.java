@@ -161,6 +161,96 @@ class NotifyTest {
         .containsExactly("pgtask:handoff-q");
   }
 
+  /**
+   * A task put back from running, due at once (a stopping worker's release, a rescue, a retry
+   * without backoff), wakes its queue, with or without a tenant: without a notification, the other
+   * workers would find it at their next poll.
+   */
+  @Test
+  void aRunningTaskPutBackDueNowWakesItsQueueWithOrWithoutATenant() throws Exception {
+    long alone = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("putback-q")));
+    long tenants = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("putback-t").withTenant("pb")));
+    try (Connection c = db.connect()) {
+      claim(c, alone);
+      claim(c, tenants);
+      assertThat(notificationsUntilFence()).as("notifications for the enqueues and claims")
+          .containsExactlyInAnyOrder("pgtask:putback-q", "pgtask:putback-t");
+      exec(c, "UPDATE pgtask.task SET state = 'available', attempt = 0, owner = NULL, lease_until = NULL WHERE id = " + alone);
+      assertThat(notificationsUntilFence()).as("notifications when a task without a tenant was put back")
+          .containsExactly("pgtask:putback-q");
+      exec(c, "UPDATE pgtask.task SET state = 'retryable', owner = NULL, lease_until = NULL WHERE id = " + tenants);
+      assertThat(notificationsUntilFence()).as("notifications when a tenant's task was put back")
+          .containsExactly("pgtask:putback-t");
+    }
+  }
+
+  /**
+   * Claims, completions, lease renewals and a retry due later leave no task claimable and send
+   * nothing (the failing worker's own timer claims the retry; a notification to every listening
+   * session for each failure would cost more than the poll it saves).
+   */
+  @Test
+  void claimsCompletionsRenewalsAndARetryDueLaterSendNothing() throws Exception {
+    long done = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("quiet-q")));
+    long failed = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("quiet-q")));
+    notificationsUntilFence();
+    try (Connection c = db.connect()) {
+      claim(c, done);
+      claim(c, failed);
+      exec(c, "UPDATE pgtask.task SET lease_until = now() + interval '2 minutes' WHERE state = 'running'");
+      exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now(), lease_until = NULL WHERE id = " + done);
+      exec(c, "UPDATE pgtask.task SET state = 'retryable', owner = NULL, lease_until = NULL, "
+          + "run_at = now() + interval '1 minute' WHERE id = " + failed);
+    }
+    assertThat(notificationsUntilFence()).as("notifications for a claim, a renewal, a completion and a later retry")
+        .isEmpty();
+  }
+
+  /** An operator's retry of a finished task runs it at once: its queue is woken. */
+  @Test
+  void retryingAFinishedTaskWakesItsQueue() throws Exception {
+    long id = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("retry-q")));
+    try (Connection c = db.connect()) {
+      claim(c, id);
+      exec(c, "UPDATE pgtask.task SET state = 'discarded', finished_at = now(), lease_until = NULL WHERE id = " + id);
+      notificationsUntilFence();
+      exec(c, "SELECT pgtask.retry_task(" + id + ")");
+    }
+    assertThat(notificationsUntilFence()).as("notifications for pgtask.retry_task").containsExactly("pgtask:retry-q");
+  }
+
+  /**
+   * A queued task moved earlier sets the workers' timers ({@code <queue> <ms>}) or wakes them when
+   * it is due now; moved later, or into the same time, it sends nothing; moved into another queue,
+   * it wakes that queue.
+   */
+  @Test
+  void aQueuedTaskMovedEarlierOrIntoAnotherQueueWakesItsQueue() throws Exception {
+    long id = pgtask.enqueue(NewTask.of("k", Map.of(),
+        TaskOptions.defaults().withQueue("move-q").withDelay(java.time.Duration.ofHours(1))));
+    notificationsUntilFence();
+    try (Connection c = db.connect()) {
+      exec(c, "SELECT pgtask.update_task(" + id + ", run_at => now() + interval '2 seconds')");
+      assertThat(notificationsUntilFence()).as("notifications for a task moved two seconds ahead").singleElement()
+          .satisfies(n -> assertThat(n).startsWith("pgtask:move-q "))
+          .satisfies(n -> assertThat(Long.parseLong(n.substring("pgtask:move-q ".length()))).isBetween(1L, 2_000L));
+      exec(c, "SELECT pgtask.update_task(" + id + ", run_at => now() + interval '1 minute')");
+      exec(c, "SELECT pgtask.update_task(" + id + ", priority => 5)");
+      assertThat(notificationsUntilFence()).as("notifications for a task moved later, and for a new priority").isEmpty();
+      exec(c, "SELECT pgtask.update_task(" + id + ", run_at => now())");
+      assertThat(notificationsUntilFence()).as("notifications for a task moved to now").containsExactly("pgtask:move-q");
+      exec(c, "UPDATE pgtask.task SET queue = 'moved-q' WHERE id = " + id);
+      assertThat(notificationsUntilFence()).as("notifications for a task moved into another queue")
+          .containsExactly("pgtask:moved-q");
+    }
+  }
+
+  /** Marks a task running, as a worker's claim does. */
+  private static void claim(Connection c, long id) throws SQLException {
+    exec(c, "UPDATE pgtask.task SET state = 'running', attempt = attempt + 1, owner = 'notify-test', "
+        + "lease_until = now() + interval '1 minute', attempted_at = now() WHERE id = " + id);
+  }
+
   private static List<String> notificationsUntilFence() throws SQLException {
     return fence.collect();
   }

@@ -310,6 +310,51 @@ class OwnHandOffTest {
         .containsExactly("pgtask:own");
   }
 
+  /**
+   * A stopping worker puts back at once the tasks it claimed and has not started, and the put-back
+   * wakes the queue's other workers, also for tasks without a tenant (whose put-back hands no
+   * tenant's head on): they run those tasks while the stopping worker's own task still runs (they
+   * poll every ten minutes).
+   */
+  @Test
+  void aStoppingWorkersWaitingTasksStartOnTheOtherWorkersWhileItsRunningTaskFinishes() throws Exception {
+    TaskOptions q = TaskOptions.defaults().withQueue("leave");
+    PgTaskWorker stopping = worker("leave", 1).prefetch(3).shutdownTimeout(Duration.ofSeconds(20)).build().start();
+    awaitListening(1);
+    pgtask.enqueueAll(List.of(step("first", true, q), step("second", false, q),
+        step("third", false, q), step("fourth", false, q)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> started.contains("first") && claimedBy(stopping) == 4);
+    try (PgTaskWorker other = worker("leave", 3).build().start()) {
+      awaitListening(2);
+      Thread closing = new Thread(stopping::close);
+      closing.start();
+      await().atMost(Duration.ofSeconds(10)).until(() -> started.containsAll(List.of("second", "third", "fourth")));
+      assertThat(closing.isAlive()).as("the stopping worker, its first task still running").isTrue();
+      for (String name : List.of("second", "third", "fourth")) {
+        awaitCompleted(name);
+      }
+      assertThat(new dev.pgtask.testsupport.Db(db).count("SELECT count(*) FROM pgtask.task WHERE state = 'completed' AND owner = '"
+          + other.workerId() + "'")).as("tasks the other worker completed").isEqualTo(3);
+      release.countDown();
+      closing.join(30_000);
+      assertThat(closing.isAlive()).as("the worker still stopping").isFalse();
+      awaitCompleted("first");
+    }
+  }
+
+  /** How many tasks {@code w} holds claimed in the table. */
+  private int claimedBy(PgTaskWorker w) throws SQLException {
+    try (Connection c = db.connect();
+        java.sql.PreparedStatement ps = c.prepareStatement(
+            "SELECT count(*) FROM pgtask.task WHERE state = 'running' AND owner = ?")) {
+      ps.setString(1, w.workerId());
+      try (java.sql.ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1);
+      }
+    }
+  }
+
   /** Waits until the task named {@code name} is completed in the table (its transaction committed). */
   private void awaitCompleted(String name) {
     await().atMost(Duration.ofSeconds(5)).until(() -> {

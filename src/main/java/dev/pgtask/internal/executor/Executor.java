@@ -272,17 +272,7 @@ public final class Executor extends Service {
       }
     }
     if (head == null || closed) {
-      try {
-        transaction.rollback();
-        transaction.setAutoCommit(true);
-      } catch (SQLException ignored) {
-        // the pool validates it
-      }
-      try {
-        transaction.close();
-      } catch (SQLException ignored) {
-        // nothing to do
-      }
+      closeUnused(transaction);
       if (closed) {
         local.forEach(t -> writeAlone(t, new Outcome.Released(), System.nanoTime()));
       } else {
@@ -492,6 +482,10 @@ public final class Executor extends Service {
     stopping = true;
     long deadline = System.nanoTime() + grace.toNanos();
     long end = deadline + STOP_ALLOWANCE.toNanos();
+    // what no thread has taken yet goes back now, not when a running task lets its thread go: the
+    // put-back notifies the queues, and the other workers run those tasks while these finish
+    bounded("pgtask-release-" + config.workerId(), this::releaseWaiting, deadline,
+        "putting back the tasks not started yet");
     try {
       if (!awaitThreads(deadline)) {
         // each on a thread of its own: a stop request cancels the running statement, and a cancel
@@ -524,6 +518,35 @@ public final class Executor extends Service {
           "writing the outcomes of finished plain tasks");
       bounded("pgtask-release-" + config.workerId(), this::releaseOrphans, end,
           "putting back the tasks this worker no longer holds");
+    }
+  }
+
+  /**
+   * At shutdown: puts back the claimed tasks that wait for a thread (and ends the transaction a
+   * claim opened for one of them, which holds its row).
+   */
+  private void releaseWaiting() {
+    for (LocalTask t = ready.poll(); t != null; t = ready.poll()) {
+      Adopted a = adopted.remove(t.id());
+      if (a != null) {
+        closeUnused(a.conn());
+      }
+      writeAlone(t, new Outcome.Released(), System.nanoTime());
+    }
+  }
+
+  /** Rolls back and returns to the pool a transaction a claim opened that no task will use. */
+  private static void closeUnused(Connection transaction) {
+    try {
+      transaction.rollback();
+      transaction.setAutoCommit(true);
+    } catch (SQLException ignored) {
+      // the pool validates it
+    }
+    try {
+      transaction.close();
+    } catch (SQLException ignored) {
+      // nothing to do
     }
   }
 
