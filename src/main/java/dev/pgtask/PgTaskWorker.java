@@ -52,7 +52,11 @@ public final class PgTaskWorker implements AutoCloseable {
   public static final int PREFETCH_AUTO = -1;
   /** Default prefetch: adaptive ({@link #PREFETCH_AUTO}). */
   public static final int DEFAULT_PREFETCH = PREFETCH_AUTO;
-  /** Default most tasks committed together (short tasks only; see {@link Builder#commitBatch}). */
+  /**
+   * Default most tasks committed together, for kinds that opted in with
+   * {@link HandlerOptions#withSharedTransaction()} (short tasks only; see {@link Builder#commitBatch}).
+   * Other kinds' tasks always run in a transaction of their own.
+   */
   public static final int DEFAULT_COMMIT_BATCH_SIZE = 32;
   /** Default longest time a transaction carrying several tasks stays open. */
   public static final Duration DEFAULT_COMMIT_BATCH_TIME = Duration.ofMillis(10);
@@ -324,19 +328,21 @@ public final class PgTaskWorker implements AutoCloseable {
     }
 
     /**
-     * Commit amortization (default 32 tasks, 10 ms; {@code maxTasks} 1: one transaction per task).
-     * An executor that finds more claimed tasks waiting runs them in one transaction, each in its own
-     * savepoint, and commits after {@code maxTasks} tasks, once the transaction has been open
-     * {@code maxTime}, or as soon as no task is waiting. Only short tasks share a transaction: a task
-     * joins one when its kind has run at least 4 times here, its recent runs took at most a quarter
-     * of {@code maxTime}, and it is expected to end before the transaction has been open
-     * {@code maxTime}; so a finished task waits for its commit about {@code maxTime}, unless a handler
-     * runs far longer than its kind's recent runs. A handler that changes a setting through the task's
-     * connection ({@code SET}, {@code RESET}, {@code set_config}) ends its batch, and its kind runs
-     * alone from then on. Each task stays atomic: a failing task rolls back only its savepoint, its
-     * failure is recorded in the same transaction; the others' effects and completions commit
-     * together. The price: a task's completion (and its tenant lock) waits for the batch's commit,
-     * and a lost connection re-runs the whole batch. Needs {@link #prefetch} to find waiting tasks.
+     * Commit amortization for the kinds that opted in with {@link HandlerOptions#withSharedTransaction()}
+     * (default 32 tasks, 10 ms; {@code maxTasks} 1: one transaction per task for every kind). Tasks of
+     * other kinds always run in a transaction of their own. An executor that finds more claimed
+     * tasks of sharing kinds waiting runs them in one transaction, each in its own savepoint, and
+     * commits after {@code maxTasks} tasks, once the transaction has been open {@code maxTime}, or as
+     * soon as no task is waiting. Only short tasks share a transaction: a task joins one when its
+     * kind has run at least 4 times here, its recent runs took at most a quarter of {@code maxTime},
+     * and it is expected to end before the transaction has been open {@code maxTime}; so a finished
+     * task waits for its commit about {@code maxTime}, unless a handler runs far longer than its
+     * kind's recent runs. A task that fails in a transaction carrying other tasks runs again alone
+     * before its failure counts; a handler that changes a setting through the task's connection
+     * ({@code SET}, {@code RESET}, {@code set_config}) ends its batch, and its kind runs alone from
+     * then on. The price: a task's completion, its row locks and its tenant lock wait for the
+     * batch's commit, and a lost connection re-runs the whole batch. Needs {@link #prefetch} to find
+     * waiting tasks.
      */
     public Builder commitBatch(int maxTasks, Duration maxTime) {
       this.commitBatchSize = maxTasks;

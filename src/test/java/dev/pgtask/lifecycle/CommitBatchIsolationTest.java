@@ -84,7 +84,7 @@ class CommitBatchIsolationTest {
               default -> st.execute("INSERT INTO guard VALUES ('ok-" + ctx.taskId() + "-" + ctx.attempt() + "')");
             }
           }
-        });
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction());
   }
 
   /**

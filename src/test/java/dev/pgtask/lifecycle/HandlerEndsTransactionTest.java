@@ -58,7 +58,7 @@ class HandlerEndsTransactionTest {
               st.execute(sql);
             }
           }
-        })
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction())
         .build().start();
     if (commitBatch > 1) {
       // the kind's first runs: its tasks open transactions that may carry others only once it is known to be short

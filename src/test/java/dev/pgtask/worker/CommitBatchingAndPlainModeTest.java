@@ -50,7 +50,7 @@ class CommitBatchingAndPlainModeTest {
   void batchedCommitsKeepEachTaskAtomicAndTenantsExclusive() throws Exception {
     worker = PgTaskWorker.builder(queue.pool()).concurrency(4).prefetch(100).commitBatch(16, Duration.ofMillis(100))
         .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
-        .handler("test.effect", (ctx, p) -> {
+        .handler("test.effect", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
             st.execute("INSERT INTO effect VALUES (" + ctx.taskId() + ", " + ctx.attempt() + ", "
                 + (ctx.tenant() == null ? "NULL" : "'" + ctx.tenant() + "'") + ", clock_timestamp(), NULL)");
@@ -60,7 +60,7 @@ class CommitBatchingAndPlainModeTest {
           if (ctx.taskId() % 7 == 0 && ctx.attempt() == 1) {
             throw new IllegalStateException("first attempt of every 7th task fails");
           }
-        }).build().start();
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()).build().start();
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 600; i++) {
       TaskOptions o = i % 3 == 0 ? TaskOptions.defaults() : TaskOptions.defaults().withTenant("t" + (i % 10));
@@ -84,7 +84,7 @@ class CommitBatchingAndPlainModeTest {
     java.util.concurrent.CountDownLatch firstStarted = new java.util.concurrent.CountDownLatch(1);
     worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(40).commitBatch(32, Duration.ofSeconds(30))
         .shutdownTimeout(Duration.ofSeconds(10))
-        .handler("test.named", (ctx, p) -> {
+        .handler("test.named", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement();
               var rs = st.executeQuery("SELECT current_setting('application_name')")) {
             rs.next();
@@ -92,7 +92,7 @@ class CommitBatchingAndPlainModeTest {
           }
           firstStarted.countDown();
           Thread.sleep(100);
-        }).build().start();
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()).build().start();
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 30; i++) {
       tasks.add(NewTask.of("test.named", null));
@@ -133,8 +133,10 @@ class CommitBatchingAndPlainModeTest {
       }
     };
     worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(100).commitBatch(16, Duration.ofSeconds(5))
-        .handler("test.reader", readAndMaybeSet)
-        .handler("test.setter", readAndMaybeSet)
+        .handler("test.reader", com.fasterxml.jackson.databind.JsonNode.class, readAndMaybeSet,
+            HandlerOptions.defaults().withSharedTransaction())
+        .handler("test.setter", com.fasterxml.jackson.databind.JsonNode.class, readAndMaybeSet,
+            HandlerOptions.defaults().withSharedTransaction())
         .build().start();
     List<NewTask> warm = new ArrayList<>();
     for (int i = 0; i < 4; i++) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
@@ -27,7 +28,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * The defaults commit short tasks together, and only short ones: a task shares its transaction only
+ * By default every task runs in a transaction of its own; the kinds that opt in
+ * ({@code HandlerOptions.withSharedTransaction()}) commit short tasks together within the worker's
+ * default bounds, and only short ones: a task shares its transaction only
  * when its kind's recent runs say it will be done within the batch's time, so a finished task's
  * commit never waits behind a kind that ran long lately, nor behind a kind not seen yet; and a
  * finished task waits for its commit at most about the batch's time. The adaptive prefetch claims
@@ -68,19 +71,25 @@ class DefaultCommitBatchingTest {
     Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
-  /** Handlers "quick" (no wait) and "sleepy" (sleeps the payload's ms), each recording its transaction. */
+  static final HandlerOptions SHARED = HandlerOptions.defaults().withSharedTransaction();
+
+  /**
+   * Handlers "quick" (no wait) and "sleepy" (sleeps the payload's ms), each recording its transaction,
+   * all opted into shared transactions, and "alone" (no wait, not opted in).
+   */
   private PgTaskWorker.Builder builder(String name) {
     return PgTaskWorker.builder(queue.pool()).pollInterval(Duration.ofMillis(200)).shutdownTimeout(Duration.ofSeconds(5))
-        .handler("quick", JsonNode.class, (ctx, p) -> record(ctx.taskId(), ctx.connection(), name))
+        .handler("quick", JsonNode.class, (ctx, p) -> record(ctx.taskId(), ctx.connection(), name), SHARED)
         .handler("sleepy", JsonNode.class, (ctx, p) -> {
           Thread.sleep(p.path("ms").asLong());
           record(ctx.taskId(), ctx.connection(), name);
-        })
+        }, SHARED)
         .handler("fresh", JsonNode.class, (ctx, p) -> {
           Thread.sleep(p.path("ms").asLong());
           record(ctx.taskId(), ctx.connection(), name);
-        })
-        .handler("noop", JsonNode.class, (ctx, p) -> { });
+        }, SHARED)
+        .handler("noop", JsonNode.class, (ctx, p) -> { }, SHARED)
+        .handler("alone", JsonNode.class, (ctx, p) -> { });
   }
 
   private void record(long taskId, Connection c, String worker) throws Exception {
@@ -148,19 +157,30 @@ class DefaultCommitBatchingTest {
     return (seenCompletedAt.get(id) - returnedAt.get(id)) / 1_000_000;
   }
 
-  @Test
-  void theDefaultsCommitShortTasksTogether() throws Exception {
-    start(builder("A"));
+  /** The transactions that completed {@code n} short tasks of {@code kind}, enqueued at once to a default worker. */
+  private long transactionsCompleting(String kind, int n) throws Exception {
     List<NewTask> tasks = new ArrayList<>();
-    for (int i = 0; i < 1_000; i++) {
-      tasks.add(NewTask.of("noop", Map.of(), TaskOptions.defaults().withTenant("t" + (i % 50))));
+    for (int i = 0; i < n; i++) {
+      tasks.add(NewTask.of(kind, Map.of(), TaskOptions.defaults().withTenant("t" + (i % 50))));
     }
     List<Long> ids = queue.pgtask().enqueueAll(tasks);
     awaitCompleted(ids);
     // a completed row's xmin is the transaction that completed it (nothing writes it afterwards)
-    long transactions = queue.sql().count("SELECT count(DISTINCT xmin::text) FROM pgtask.task WHERE id IN ("
+    return queue.sql().count("SELECT count(DISTINCT xmin::text) FROM pgtask.task WHERE id IN ("
         + ids.toString().replaceAll("[\\[\\]]", "") + ")");
-    assertThat(transactions).as("transactions that completed 1,000 short tasks").isLessThan(500);
+  }
+
+  @Test
+  void kindsThatOptInCommitShortTasksTogetherWithinTheDefaultBounds() throws Exception {
+    start(builder("A"));
+    assertThat(transactionsCompleting("noop", 1_000)).as("transactions that completed 1,000 short tasks").isLessThan(500);
+  }
+
+  @Test
+  void byDefaultEveryTaskCommitsInATransactionOfItsOwn() throws Exception {
+    start(builder("A"));
+    assertThat(transactionsCompleting("alone", 1_000)).as("transactions that completed 1,000 short tasks of a kind "
+        + "that did not opt in").isEqualTo(1_000);
   }
 
   @Test

@@ -77,7 +77,7 @@ class PlanCacheTest {
       queue.pgtask().enqueueAll(batch);
       try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(2).prefetch(50)
           .commitBatch(8, Duration.ofMillis(50))
-          .handler("plans.batched", (ctx, p) -> ran.incrementAndGet())
+          .handler("plans.batched", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> ran.incrementAndGet(), dev.pgtask.HandlerOptions.defaults().withSharedTransaction())
           .build().start()) {
         int expected = 2 * n + idle + (i + 1) * n;
         await().atMost(Duration.ofSeconds(60)).until(() -> ran.get() == expected);

@@ -116,13 +116,13 @@ class TaskOperationsTest {
     TaskOptions batchQueue = TaskOptions.defaults().withQueue("ops-batch");
     try (PgTaskWorker batching = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(8).queues("ops-batch")
         .commitBatch(8, Duration.ofSeconds(30))
-        .handler("test.batched", (ctx, p) -> {
+        .handler("test.batched", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           ran.add(ctx.taskId());
           if (p.has("block")) {
             blockerStarted.countDown();
             unblock.await(30, TimeUnit.SECONDS);
           }
-        })
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction())
         .build().start()) {
       // the kind's first runs, alone: tasks share a transaction only when their kind is known to be short
       List<Long> warm = queue.pgtask().enqueueAll(List.of(NewTask.of("test.batched", Map.of(), batchQueue),

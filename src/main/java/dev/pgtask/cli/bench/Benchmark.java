@@ -187,8 +187,8 @@ public final class Benchmark {
       tasks.add(NewTask.of("bench.noop", null, o));
     }
     CountDownLatch done = new CountDownLatch(n);
-    HandlerOptions options = mode == Mode.PLAIN
-        ? HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN) : HandlerOptions.defaults();
+    HandlerOptions options = mode == Mode.PLAIN ? HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN)
+        : mode == Mode.TRANSACTIONAL_BATCHED ? HandlerOptions.defaults().withSharedTransaction() : HandlerOptions.defaults();
     PgTaskWorker.Builder b = PgTaskWorker.builder(pool).concurrency(concurrency)
         .handler("bench.noop", JsonNode.class, (ctx, p) -> done.countDown(), options);
     if (mode != Mode.TRANSACTIONAL_DEFAULT) {

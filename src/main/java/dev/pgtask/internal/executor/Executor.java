@@ -646,12 +646,12 @@ public final class Executor extends Service {
       LocalTask t;
       boolean runAlone = false;
       try {
-        if (!w.alone.isEmpty()) {
+        if (w.tx != null && !w.tx.pending.isEmpty()) {
+          t = w.tx.pending.poll(); // locked in the open transaction: they run in it before it commits
+        } else if (!w.alone.isEmpty()) {
           commit(w);
           t = w.alone.poll();
           runAlone = true;
-        } else if (w.tx != null && !w.tx.pending.isEmpty()) {
-          t = w.tx.pending.poll();
         } else if (w.tx != null) {
           t = ready.poll();
           if (t == null) {
@@ -749,12 +749,15 @@ public final class Executor extends Service {
   }
 
   /**
-   * Whether {@code t} may open a transaction that carries more tasks after it: commit batching is on
-   * and its kind's recent runs took at most a quarter of the batch's time. Otherwise its transaction
+   * Whether {@code t} may open a transaction that carries more tasks after it: commit batching is on,
+   * its kind opted in ({@code HandlerOptions.withSharedTransaction}) and its recent runs took at most
+   * a quarter of the batch's time. Otherwise its transaction
    * carries it alone, and nothing it finishes waits for another task.
    */
   private boolean batchable(LocalTask t) {
-    return batchCapacity > 1 && !t.plain && pace.expectedNanos(t.claimed.kind()) <= batchTimeNanos / 4;
+    HandlerEntry<?> handler = config.handlers().get(t.claimed.kind());
+    return batchCapacity > 1 && !t.plain && handler != null && handler.options().sharesTransaction()
+        && pace.expectedNanos(t.claimed.kind()) <= batchTimeNanos / 4;
   }
 
   /**
@@ -867,8 +870,22 @@ public final class Executor extends Service {
         return;
       }
       savepointStep(tx, t, true);
+      if (outcome instanceof Outcome.Failed && carriesOthers(tx)) {
+        // the failure may be another task's doing (a lock it holds, a deadlock with another batch, a
+        // temporary object or setting it left): it counts only if the task fails alone
+        log.info("pgtask: task {} attempt {} failed in a transaction shared with {} other task(s) ({}); it runs again "
+            + "alone before its failure counts", t.id(), t.claimed.attempt(), tx.completed.size() + tx.recorded.size(),
+            ((Outcome.Failed) outcome).error());
+        tx.again.add(t);
+        return;
+      }
     }
     record(tx, t, outcome, startNanos);
+  }
+
+  /** Whether tasks ran in {@code tx} before the current one: what they did is still in it. */
+  private static boolean carriesOthers(TaskTransaction tx) {
+    return !tx.completed.isEmpty() || !tx.recorded.isEmpty();
   }
 
   /**
@@ -949,7 +966,9 @@ public final class Executor extends Service {
           return;
         }
       }
-      transactionLost(w, tx, null, new TransactionLost(e, null, false));
+      if (!(sessionLost(tx, e) && committedDespite(w, tx, e))) {
+        transactionLost(w, tx, null, new TransactionLost(e, null, false));
+      }
       if (!own.isEmpty()) {
         // the COMMIT may have reached the server with its answer lost: what it handed on was not
         // notified, so claim (a claim that finds nothing costs one round trip)
@@ -972,6 +991,59 @@ public final class Executor extends Service {
       finished(r.task());
     }
     tx.close();
+    runAgainAlone(w, tx.again);
+  }
+
+  /** Tasks taken out of a transaction that ended, to run again, each in a transaction of its own. */
+  private void runAgainAlone(Worker w, List<LocalTask> tasks) {
+    if (tasks.isEmpty()) {
+      return;
+    }
+    renewLeases(tasks);
+    for (LocalTask t : tasks) {
+      t.requeued();
+      w.alone.add(t);
+    }
+  }
+
+  /**
+   * A COMMIT whose answer was lost with its session may still have committed: durable state says
+   * (one task suffices: the COMMIT is atomic). If it did, its tasks are reported and counted as what
+   * they are, not as failed or abandoned; the tasks it locked ahead and did not run go back to the
+   * queue, and those to run again alone do so. Returns false when it did not commit, or the check
+   * could not be made (then the transaction is handled as lost: fenced, nothing runs twice).
+   */
+  private boolean committedDespite(Worker w, TaskTransaction tx, SQLException e) {
+    TaskTransaction.Run probe = !tx.completed.isEmpty() ? tx.completed.get(0)
+        : !tx.recorded.isEmpty() ? tx.recorded.get(0) : null;
+    try {
+      if (probe == null || ExecuteQueries.stillRunningAs(Sql.using(config.dataSource()), probe.task().fence)) {
+        return false;
+      }
+    } catch (RuntimeException checkFailed) {
+      log.warn("pgtask: the answer to a COMMIT was lost ({}) and whether it committed could not be read ({})",
+          e.getMessage(), checkFailed.getMessage());
+      return false;
+    }
+    tx.abandon();
+    log.warn("pgtask: the answer to the COMMIT of {} task(s) was lost ({}); the database shows it committed, so "
+        + "their outcomes stand", tx.completed.size() + tx.recorded.size(), e.getMessage());
+    for (TaskTransaction.Run r : tx.completed) {
+      writer.count(r.task(), r.outcome(), TaskState.completed, r.startNanos());
+      finished(r.task());
+    }
+    for (TaskTransaction.Run r : tx.recorded) {
+      writer.count(r.task(), r.outcome(), r.result(), r.startNanos());
+      finished(r.task());
+    }
+    List<LocalTask> notRun = new ArrayList<>(tx.pending);
+    renewLeases(notRun);
+    for (int i = notRun.size() - 1; i >= 0; i--) {
+      notRun.get(i).requeued();
+      ready.offerFirst(notRun.get(i));
+    }
+    runAgainAlone(w, tx.again);
+    return true;
   }
 
   /** Whether completing these may have made a task claimable: a tenant's task stopped running. */
@@ -1011,6 +1083,7 @@ public final class Executor extends Service {
     tx.completed.forEach(r -> carried.add(r.task()));
     tx.recorded.forEach(r -> carried.add(r.task()));
     carried.addAll(tx.pending);
+    carried.addAll(tx.again);
     if (current != null && !carried.contains(current)) {
       carried.add(current);
     }
@@ -1033,11 +1106,7 @@ public final class Executor extends Service {
         again.add(t);
       }
     }
-    renewLeases(again);
-    for (LocalTask t : again) {
-      t.requeued();
-      w.alone.add(t);
-    }
+    runAgainAlone(w, again);
   }
 
   /** Tasks taken out of a transaction that ended: their rows are unlocked now, so their leases must not run out while they wait. */

@@ -48,6 +48,11 @@ final class TaskTransaction {
   final List<Run> completed = new ArrayList<>();
   /** Ended otherwise, their outcome written in this transaction: durable with the commit. */
   final List<Run> recorded = new ArrayList<>();
+  /**
+   * Failed while it carried other tasks: rolled back to their savepoint, nothing recorded; each runs
+   * again alone after this transaction ends, and only that run's outcome counts.
+   */
+  final List<LocalTask> again = new ArrayList<>();
   /** Whether a handler changed a setting in it (see {@link TaskConnection}): it carries no further task. */
   boolean settingsChanged;
   /** Whether savepoint pgtask_task is open. */

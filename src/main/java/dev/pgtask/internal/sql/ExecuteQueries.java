@@ -93,6 +93,15 @@ public final class ExecuteQueries {
         .and(TASK.ATTEMPT.eq(f.attempt()));
   }
 
+  /**
+   * Whether the task still runs under fence {@code f}, as durable state shows: after a COMMIT whose
+   * answer was lost, false means that COMMIT went through (nothing else changes a running task
+   * within its lease). Locks: none.
+   */
+  public static boolean stillRunningAs(DSLContext dsl, Fence f) {
+    return dsl.fetchExists(dsl.selectOne().from(TASK).where(fenced(f)));
+  }
+
   private static Field<String> setLocal(String name, Field<String> value) {
     return DSL.function("set_config", SQLDataType.CLOB, DSL.inline(name), value, DSL.inline(true));
   }
@@ -480,12 +489,13 @@ public final class ExecuteQueries {
 
   /**
    * Records a failed attempt: appends to the error history, and either schedules the retry after
-   * {@code retryDelay} (database clock) or discards the task when {@code discard} or the attempts
+   * {@code retryDelay} from the moment it is written (database clock, clock_timestamp: the
+   * transaction may have started long before the attempt ended) or discards the task when {@code discard} or the attempts
    * are exhausted; or ends it cancelled when a cancellation was requested during this attempt.
    * Returns the new state, or {@code null} when fenced out. Locks: the task row.
    */
   public static TaskState fail(DSLContext dsl, Fence f, String error, Duration retryDelay, boolean discard) {
-    return fail(dsl, f, error, DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(retryDelay))), discard);
+    return fail(dsl, f, error, clockTimestamp().plus(DSL.val(DayToSecond.valueOf(retryDelay))), discard);
   }
 
   /** {@link #fail} with the retry at {@code retryAt}, an instant the handler chose. */
@@ -559,9 +569,13 @@ public final class ExecuteQueries {
         .setNull(TASK.LEASE_UNTIL);
   }
 
-  /** {@code delay} from now on the database clock, or run_at unchanged when {@code cancel} holds. */
+  /**
+   * {@code delay} from the moment the outcome is written, on the database clock (clock_timestamp:
+   * not the transaction's start, which may be long before the attempt ended), or run_at unchanged
+   * when {@code cancel} holds.
+   */
   private static Field<java.time.Instant> later(Condition cancel, Duration delay) {
-    return DSL.when(cancel, TASK.RUN_AT).otherwise(DSL.currentInstant().plus(DSL.val(DayToSecond.valueOf(delay))));
+    return DSL.when(cancel, TASK.RUN_AT).otherwise(clockTimestamp().plus(DSL.val(DayToSecond.valueOf(delay))));
   }
 
   /** Marks a running task cancelled (its handler was stopped). Locks: the task row. */
