@@ -45,11 +45,18 @@ CREATE TRIGGER task_before_insert_tenant
   FOR EACH ROW WHEN (NEW.tenant_id IS NOT NULL AND NOT NEW.blocked)
   EXECUTE FUNCTION pgtask.task_before_insert_tenant();
 
--- Hands on the heads of many (tenant, queue) pairs in one statement (parallel arrays): for each
--- pair without a head that is running or due, the next waiting task of that tenant in that queue
--- is promoted, in (priority, run_at, id) order; when the pair still has a head scheduled for
--- later, only a waiting task that is already due is. Rows locked by others are passed over (SKIP
--- LOCKED). Wakes the queues of the promoted tasks; returns how many were promoted. Used by the
+-- Hands on the heads of many (tenant, queue) pairs in one statement (parallel arrays). A pair
+-- with a head that is running or due keeps it. Otherwise the pair's next head is, of its waiting
+-- tasks in that queue, one that is due (the first in (priority, run_at, id) order), and when none
+-- is due the one due first (run_at, then priority, id): a task due later than another never
+-- becomes the head ahead of it, so no due task waits behind a head that is not due. It is
+-- promoted only if it is due before every head the pair has left (all scheduled later), which
+-- is the rule an insert follows. "Due" is by the clock, read once: the statement may run in a
+-- task's transaction that began before the tasks enqueued while it ran. The walk reads one entry
+-- of task_tenant_waiting_idx per distinct priority of the pair's waiting tasks, up to the first
+-- priority with a task due (all of them only when none is due), never the backlog itself.
+-- Rows locked by others are passed over (SKIP LOCKED). Wakes the queues of the promoted tasks
+-- (a head due later by its "<queue> <ms>" payload); returns how many were promoted. Used by the
 -- nested update trigger (through pgtask.heads_ended), the delete trigger and the workers' repair
 -- pass; the statement-level update trigger runs the same query inline.
 -- One set-based query, not a row trigger's three queries per finished head: that made the
@@ -68,29 +75,63 @@ DECLARE
   v_count integer;
   v_queues text[];
   v_run_ats timestamptz[];
+  v_now timestamptz := clock_timestamp();
 BEGIN
-  WITH pairs AS (
+  WITH RECURSIVE pairs AS (
     SELECT DISTINCT x.tenant_id, x.queue
     FROM unnest(p_tenant_ids, p_queues) AS x(tenant_id, queue)
     WHERE x.tenant_id IS NOT NULL AND x.queue IS NOT NULL
   ), headless AS (
+    -- pairs without a head that is running or due; head_at: when the earliest of their heads
+    -- (all scheduled later) is due, NULL when they have none
     SELECT p.tenant_id, p.queue,
-           EXISTS (SELECT 1 FROM pgtask.task h
-                   WHERE h.tenant_id = p.tenant_id AND h.queue = p.queue AND NOT h.blocked
-                     AND h.state IN ('available', 'retryable', 'running')) AS has_head
+           (SELECT min(h.run_at) FROM pgtask.task h
+            WHERE h.tenant_id = p.tenant_id AND h.queue = p.queue AND NOT h.blocked
+              AND h.state IN ('available', 'retryable', 'running')) AS head_at
     FROM pairs p
     WHERE NOT EXISTS (SELECT 1 FROM pgtask.task h
                       WHERE h.tenant_id = p.tenant_id AND h.queue = p.queue AND NOT h.blocked
                         AND h.state IN ('available', 'retryable', 'running')
-                        AND (h.state = 'running' OR h.run_at <= now()))
+                        AND (h.state = 'running' OR h.run_at <= v_now))
+  ), walk AS (
+    -- the first waiting task of each priority (task_tenant_waiting_idx, one probe each), best
+    -- priority first, up to the first priority that has a task due
+    SELECT o.tenant_id, o.queue, o.head_at, f.priority, f.run_at, f.id
+    FROM headless o
+    CROSS JOIN LATERAL (SELECT w.priority, w.run_at, w.id FROM pgtask.task w
+                        WHERE w.tenant_id = o.tenant_id AND w.queue = o.queue AND w.blocked
+                        ORDER BY w.priority, w.run_at, w.id
+                        LIMIT 1) f
+    UNION ALL
+    SELECT k.tenant_id, k.queue, k.head_at, f.priority, f.run_at, f.id
+    FROM walk k
+    CROSS JOIN LATERAL (SELECT w.priority, w.run_at, w.id FROM pgtask.task w
+                        WHERE w.tenant_id = k.tenant_id AND w.queue = k.queue AND w.blocked
+                          AND w.priority > k.priority
+                        ORDER BY w.priority, w.run_at, w.id
+                        LIMIT 1) f
+    WHERE k.run_at > v_now
+  ), chosen AS (
+    -- the due one if there is one (the best by priority, run_at, id); else the one due first
+    SELECT DISTINCT ON (k.tenant_id, k.queue) k.tenant_id, k.queue, k.head_at, k.run_at, k.id
+    FROM walk k
+    ORDER BY k.tenant_id, k.queue, k.run_at > v_now, k.run_at, k.priority, k.id
   ), picked AS (
-    SELECT (SELECT w.id FROM pgtask.task w
-            WHERE w.tenant_id = hl.tenant_id AND w.queue = hl.queue AND w.blocked
-              AND (NOT hl.has_head OR w.run_at <= now())
-            ORDER BY w.priority, w.run_at, w.id
-            LIMIT 1
-            FOR UPDATE SKIP LOCKED) AS id
-    FROM headless hl
+    -- only if it is due before every head left (as on insert); a chosen row someone else has
+    -- locked is passed over for the next in (priority, run_at, id) order that may be a head
+    SELECT coalesce(
+             (SELECT w.id FROM pgtask.task w
+              WHERE w.id = c.id AND w.tenant_id = c.tenant_id AND w.queue = c.queue AND w.blocked
+              FOR UPDATE SKIP LOCKED),
+             (SELECT w.id FROM pgtask.task w
+              WHERE w.tenant_id = c.tenant_id AND w.queue = c.queue AND w.blocked
+                AND w.run_at < coalesce(c.head_at, 'infinity')
+                AND (w.run_at <= v_now OR c.run_at > v_now)
+              ORDER BY w.priority, w.run_at, w.id
+              LIMIT 1
+              FOR UPDATE SKIP LOCKED)) AS id
+    FROM chosen c
+    WHERE c.run_at < coalesce(c.head_at, 'infinity')
   ), promoted AS (
     UPDATE pgtask.task t SET blocked = false
     FROM picked p
@@ -149,6 +190,7 @@ DECLARE
   v_stopped integer[];
   v_woken text[];
   v_run_ats timestamptz[];
+  v_now timestamptz;
 BEGIN
   SELECT array_agg(o.tenant_id), array_agg(o.queue),
          array_agg(o.tenant_id) FILTER (WHERE o.state = 'running' AND n.state <> 'running')
@@ -165,28 +207,62 @@ BEGIN
   -- that function (its own settings set and restored, its statement prepared in its own frame)
   -- cost more than the query it runs, once per completed task of a tenant with the defaults
   IF v_tenants IS NOT NULL THEN
-    WITH pairs AS (
+    v_now := clock_timestamp();
+    WITH RECURSIVE pairs AS (
       SELECT DISTINCT x.tenant_id, x.queue
       FROM unnest(v_tenants, v_queues) AS x(tenant_id, queue)
       WHERE x.tenant_id IS NOT NULL AND x.queue IS NOT NULL
     ), headless AS (
+      -- pairs without a head that is running or due; head_at: when the earliest of their heads
+      -- (all scheduled later) is due, NULL when they have none
       SELECT p.tenant_id, p.queue,
-             EXISTS (SELECT 1 FROM pgtask.task h
-                     WHERE h.tenant_id = p.tenant_id AND h.queue = p.queue AND NOT h.blocked
-                       AND h.state IN ('available', 'retryable', 'running')) AS has_head
+             (SELECT min(h.run_at) FROM pgtask.task h
+              WHERE h.tenant_id = p.tenant_id AND h.queue = p.queue AND NOT h.blocked
+                AND h.state IN ('available', 'retryable', 'running')) AS head_at
       FROM pairs p
       WHERE NOT EXISTS (SELECT 1 FROM pgtask.task h
                         WHERE h.tenant_id = p.tenant_id AND h.queue = p.queue AND NOT h.blocked
                           AND h.state IN ('available', 'retryable', 'running')
-                          AND (h.state = 'running' OR h.run_at <= now()))
+                          AND (h.state = 'running' OR h.run_at <= v_now))
+    ), walk AS (
+      -- the first waiting task of each priority (task_tenant_waiting_idx, one probe each), best
+      -- priority first, up to the first priority that has a task due
+      SELECT o.tenant_id, o.queue, o.head_at, f.priority, f.run_at, f.id
+      FROM headless o
+      CROSS JOIN LATERAL (SELECT w.priority, w.run_at, w.id FROM pgtask.task w
+                          WHERE w.tenant_id = o.tenant_id AND w.queue = o.queue AND w.blocked
+                          ORDER BY w.priority, w.run_at, w.id
+                          LIMIT 1) f
+      UNION ALL
+      SELECT k.tenant_id, k.queue, k.head_at, f.priority, f.run_at, f.id
+      FROM walk k
+      CROSS JOIN LATERAL (SELECT w.priority, w.run_at, w.id FROM pgtask.task w
+                          WHERE w.tenant_id = k.tenant_id AND w.queue = k.queue AND w.blocked
+                            AND w.priority > k.priority
+                          ORDER BY w.priority, w.run_at, w.id
+                          LIMIT 1) f
+      WHERE k.run_at > v_now
+    ), chosen AS (
+      -- the due one if there is one (the best by priority, run_at, id); else the one due first
+      SELECT DISTINCT ON (k.tenant_id, k.queue) k.tenant_id, k.queue, k.head_at, k.run_at, k.id
+      FROM walk k
+      ORDER BY k.tenant_id, k.queue, k.run_at > v_now, k.run_at, k.priority, k.id
     ), picked AS (
-      SELECT (SELECT w.id FROM pgtask.task w
-              WHERE w.tenant_id = hl.tenant_id AND w.queue = hl.queue AND w.blocked
-                AND (NOT hl.has_head OR w.run_at <= now())
-              ORDER BY w.priority, w.run_at, w.id
-              LIMIT 1
-              FOR UPDATE SKIP LOCKED) AS id
-      FROM headless hl
+      -- only if it is due before every head left (as on insert); a chosen row someone else has
+      -- locked is passed over for the next in (priority, run_at, id) order that may be a head
+      SELECT coalesce(
+               (SELECT w.id FROM pgtask.task w
+                WHERE w.id = c.id AND w.tenant_id = c.tenant_id AND w.queue = c.queue AND w.blocked
+                FOR UPDATE SKIP LOCKED),
+               (SELECT w.id FROM pgtask.task w
+                WHERE w.tenant_id = c.tenant_id AND w.queue = c.queue AND w.blocked
+                  AND w.run_at < coalesce(c.head_at, 'infinity')
+                  AND (w.run_at <= v_now OR c.run_at > v_now)
+                ORDER BY w.priority, w.run_at, w.id
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED)) AS id
+      FROM chosen c
+      WHERE c.run_at < coalesce(c.head_at, 'infinity')
     ), promoted AS (
       UPDATE pgtask.task t SET blocked = false
       FROM picked p

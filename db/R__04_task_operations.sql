@@ -166,10 +166,19 @@ BEGIN
       PERFORM pgtask.raise_input_error(v_error, 'task ' || update_task.task_id);
     END IF;
   END IF;
+  -- A waiting task given a run_at is decided again as an insert decides it: it stays waiting only
+  -- while its tenant has a head in its queue that is running or due no later. Moved earlier than
+  -- every head (one scheduled later, say), it becomes another head instead of waiting behind it.
   UPDATE pgtask.task t
   SET payload = coalesce(update_task.payload, t.payload),
       run_at = coalesce(update_task.run_at, t.run_at),
-      priority = coalesce(update_task.priority, t.priority)
+      priority = coalesce(update_task.priority, t.priority),
+      blocked = CASE WHEN t.blocked AND update_task.run_at IS NOT NULL THEN EXISTS (
+                  SELECT 1 FROM pgtask.task h
+                  WHERE h.tenant_id = t.tenant_id AND h.queue = t.queue AND NOT h.blocked
+                    AND h.state IN ('available', 'retryable', 'running')
+                    AND (h.state = 'running' OR h.run_at <= update_task.run_at))
+                ELSE t.blocked END
   WHERE t.id = update_task.task_id;
 END
 $$;

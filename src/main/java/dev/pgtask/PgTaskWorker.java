@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Callable;
-import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 
 /**
@@ -90,7 +89,6 @@ public final class PgTaskWorker implements AutoCloseable {
    */
   public static final int DEFAULT_TENANT_LOCK_NAMESPACE = 0x70677461;
 
-  private static final AtomicInteger INSTANCES = new AtomicInteger();
 
   private final Object lifecycle = new Object();
   private volatile WorkerConfig config;
@@ -139,6 +137,7 @@ public final class PgTaskWorker implements AutoCloseable {
    * {@code pgtask.workers}.
    *
    * @throws PgTaskException when the database cannot be reached or is not migrated
+   * @throws WorkerIdInUseException when a live worker holds this worker's id (nothing was started)
    * @throws IllegalStateException when already started
    */
   public PgTaskWorker start() {
@@ -461,7 +460,11 @@ public final class PgTaskWorker implements AutoCloseable {
       return this;
     }
 
-    /** This worker's id (default {@code host:pid}, plus {@code #n} for the n-th worker of a JVM). */
+    /**
+     * This worker's id (default {@code host:pid-xxxx}, {@code xxxx} random per process start, plus
+     * {@code #n} for the n-th worker of a JVM). {@link #start()} throws {@link WorkerIdInUseException}
+     * when a live worker holds the id.
+     */
     public Builder workerId(String workerId) {
       this.workerId = workerId;
       return this;
@@ -610,10 +613,7 @@ public final class PgTaskWorker implements AutoCloseable {
     }
 
     private static String defaultWorkerId() {
-      String host = dev.pgtask.internal.Hosts.shortHostName();
-      String pid = String.valueOf(ProcessHandle.current().pid());
-      int n = INSTANCES.incrementAndGet();
-      return host + ":" + pid + (n > 1 ? "#" + n : "");
+      return dev.pgtask.internal.WorkerIds.nextDefault();
     }
   }
 }

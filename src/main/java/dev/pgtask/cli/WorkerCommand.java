@@ -73,7 +73,7 @@ public final class WorkerCommand implements Callable<Integer> {
   String listenUrl;
 
   @Option(names = "--worker-id", paramLabel = "ID",
-      description = "This worker's id, recorded on claimed tasks and in application_name. Default: host:pid.")
+      description = "This worker's id, recorded on claimed tasks and in application_name. Default: host:pid-xxxx (xxxx random per process start).")
   String workerId;
 
   @Option(names = "--no-schedules",
@@ -205,9 +205,9 @@ public final class WorkerCommand implements Callable<Integer> {
     }
   }
 
-  /** {@code host:pid}, like the library's default, so the CLI knows it before building the worker. */
+  /** {@code host:pid-xxxx}, unique per process start like the library's default, known before building the worker. */
   static String defaultWorkerId() {
-    return dev.pgtask.internal.Hosts.shortHostName() + ":" + ProcessHandle.current().pid();
+    return dev.pgtask.internal.WorkerIds.processId();
   }
 
   private static String human(Duration d) {

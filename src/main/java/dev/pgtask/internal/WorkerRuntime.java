@@ -79,8 +79,10 @@ public final class WorkerRuntime {
       if (started) {
         throw new IllegalStateException("pgtask worker " + config.workerId() + " was already started");
       }
-      started = true;
+      // first: a worker whose id a live worker holds starts nothing (and its close() touches
+      // nothing of the other's)
       register();
+      started = true;
       executor.startAll();
       Thread capacityCheck = dev.pgtask.internal.pooler.Poolers.warnWhenShort(config.dataSource(), config.concurrency(),
           config.workerId());
@@ -172,12 +174,16 @@ public final class WorkerRuntime {
     }
   }
 
-  /** Registers this worker in pgtask.worker (also after its row was pruned). */
+  /**
+   * Registers this worker in pgtask.worker (also after its row was pruned); throws {@link
+   * dev.pgtask.WorkerIdInUseException} when a live worker holds its id.
+   */
   void register() {
     String host = Hosts.shortHostName();
     String version = WorkerRuntime.class.getPackage().getImplementationVersion();
     WorkerQueries.register(Sql.using(config.dataSource()), config.workerId(), host, ProcessHandle.current().pid(),
-        version == null ? "dev" : version, config.queues(), config.kinds(), config.concurrency());
+        version == null ? "dev" : version, config.queues(), config.kinds(), config.concurrency(),
+        WorkerIds.listenSessionName(config.workerId()));
   }
 
   /** The executor (tests and operations: running task ids, cancel). */

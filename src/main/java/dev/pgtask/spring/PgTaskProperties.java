@@ -93,7 +93,7 @@ public class PgTaskProperties {
     private Duration completedRetention = Duration.ofHours(24);
     /** How long cancelled and discarded tasks stay in the table. */
     private Duration failedRetention = Duration.ofDays(7);
-    /** This worker's id (default host:pid). */
+    /** This worker's id (default host:pid-xxxx, unique per process start). */
     private String id;
     /**
      * Connections of the worker's own pool (default: concurrency + 1, the least it needs). The

@@ -262,7 +262,12 @@ public final class Maintenance extends Service {
 
   private void registered(MaintenanceQueries.Turn t) {
     if (Boolean.FALSE.equals(t.registered())) {
-      register.run();
+      try {
+        register.run();
+      } catch (dev.pgtask.WorkerIdInUseException e) {
+        // pruned while away, and another live process took the id meanwhile: say so loudly
+        log.error("pgtask worker {}: could not register again: {}", config.workerId(), e.getMessage());
+      }
     }
   }
 
