@@ -243,8 +243,9 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
   /**
    * These settings, fitted to a transaction pooler (PgBouncer with {@code pool_mode = transaction})
    * found in front of the server by {@link dev.pgtask.internal.pooler.Poolers#probe}: pgjdbc's named
-   * server-side statements collide there, so {@code prepareThreshold=0} is added to the URL, said
-   * once on the log. A URL that asks for a positive {@code prepareThreshold} itself is an error
+   * server-side statements collide there and stay prepared on its server sessions, so {@code
+   * prepareThreshold=0} is added to the URL ({@link dev.pgtask.internal.pooler.UnnamedStatements#url}),
+   * said once on the log. The probe itself names nothing. A URL that asks for a positive {@code prepareThreshold} itself is an error
    * that says what to change. Without a transaction pooler (or with the threshold already 0),
    * these settings.
    */
@@ -261,7 +262,7 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
     if (!probe.namedStatementsCollide()) {
       return this;
     }
-    if (query(jdbcUrl).containsKey("prepareThreshold")) {
+    if (dev.pgtask.internal.pooler.UnnamedStatements.inUrl(jdbcUrl) != null) {
       throw new CliException(ExitCodes.USAGE, describe() + " goes through a transaction pooler (two connections"
           + " were served by one server session, e.g. PgBouncer with pool_mode = transaction), where pgjdbc's named"
           + " statements collide, and the URL sets prepareThreshold=" + probe.prepareThreshold()
@@ -270,8 +271,18 @@ public record ConnectionSettings(String jdbcUrl, String user, String password, S
     org.slf4j.LoggerFactory.getLogger(ConnectionSettings.class).info("{} goes through a transaction pooler (e.g."
         + " PgBouncer with pool_mode = transaction): connecting with prepareThreshold=0, as pgjdbc's named"
         + " server-side statements would collide there", describe());
-    String url = jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "prepareThreshold=0";
-    return new ConnectionSettings(url, user, password, source);
+    return new ConnectionSettings(dev.pgtask.internal.pooler.UnnamedStatements.url(jdbcUrl), user, password, source);
+  }
+
+  /**
+   * These settings for the connections of one operator command ({@code status}, {@code cancel}
+   * ...): with {@code prepareThreshold=0} whatever the URL says, without a pooler probe. A command
+   * runs each statement once or twice, so a named statement buys it nothing, but pgjdbc names its
+   * {@code COMMIT} and {@code ROLLBACK} at their first run, and behind a transaction pooler the name
+   * would stay on the server session after the command exits.
+   */
+  public ConnectionSettings forOneCommand() {
+    return new ConnectionSettings(dev.pgtask.internal.pooler.UnnamedStatements.url(jdbcUrl), user, password, source);
   }
 
   /**

@@ -29,7 +29,7 @@ final class OpsConnection implements AutoCloseable {
 
   /** Connects as {@code application_name = applicationName}; throws {@link CliException} (exit 3) when it cannot. */
   static OpsConnection open(ConnectionOptions options, String applicationName) {
-    ConnectionSettings settings = options.settings();
+    ConnectionSettings settings = options.settings().forOneCommand();
     Properties props = settings.driverProperties();
     props.setProperty("ApplicationName", applicationName);
     props.setProperty("assumeMinServerVersion", ConnectionSettings.ASSUME_MIN_SERVER_VERSION);

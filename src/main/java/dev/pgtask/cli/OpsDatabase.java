@@ -28,7 +28,7 @@ final class OpsDatabase implements AutoCloseable {
 
   /** Connects as {@code application_name = applicationName}; throws {@link CliException} (exit 3) when it cannot. */
   static OpsDatabase open(ConnectionOptions connection, String applicationName) {
-    ConnectionSettings settings = connection.settings();
+    ConnectionSettings settings = connection.settings().forOneCommand();
     settings.checkReachable(applicationName);
     return new OpsDatabase(settings, settings.openPool("pgtask-cli", 2, applicationName));
   }

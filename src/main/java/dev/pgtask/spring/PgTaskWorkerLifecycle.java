@@ -187,6 +187,8 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
     config.setMinimumIdle(Math.min(2, Math.max(1, size)));
     config.setPoolName("pgtask-worker");
     config.setRegisterMbeans(false);
+    // pgtask owns this pool: behind a transaction pooler its connections name no statement
+    dev.pgtask.internal.pooler.UnnamedStatements.fit(config);
     ownPool = new HikariDataSource(config);
     return ownPool;
   }

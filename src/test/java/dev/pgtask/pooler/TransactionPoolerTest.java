@@ -75,6 +75,25 @@ class TransactionPoolerTest {
   }
 
   @Test
+  void aPoolPgtaskBuildsNamesNoStatementBehindATransactionPoolerWithoutAUrlFlag() throws Exception {
+    HikariConfig direct = new HikariConfig();
+    direct.setJdbcUrl(db.fullUrl());
+    assertThat(dev.pgtask.internal.pooler.UnnamedStatements.fit(direct)).as("direct to PostgreSQL").isFalse();
+    try (PgBouncer tx = PgBouncer.start(db, Mode.TRANSACTION, 2)) {
+      HikariConfig behind = new HikariConfig();
+      behind.setJdbcUrl(tx.fullUrl());
+      behind.setMaximumPoolSize(2);
+      assertThat(dev.pgtask.internal.pooler.UnnamedStatements.fit(behind)).as("behind PgBouncer, transaction mode").isTrue();
+      try (HikariDataSource pool = new HikariDataSource(behind); Connection c = pool.getConnection()) {
+        assertThat(c.unwrap(org.postgresql.PGConnection.class).getPrepareThreshold()).isZero();
+      }
+      HikariConfig explicit = new HikariConfig();
+      explicit.setJdbcUrl(tx.fullUrl("prepareThreshold=5"));
+      assertThat(dev.pgtask.internal.pooler.UnnamedStatements.fit(explicit)).as("a threshold the settings set").isFalse();
+    }
+  }
+
+  @Test
   void aWorkerWhosePoolNamesStatementsBehindATransactionPoolerStopsAtStartSayingWhatToChange() throws Exception {
     try (PgBouncer b = PgBouncer.start(db, Mode.TRANSACTION, 3); HikariDataSource pool = pool(b.fullUrl(), 4)) {
       PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(2).listenUrl(db.fullUrl())

@@ -227,6 +227,45 @@ public final class PgBouncer implements AutoCloseable {
   }
 
   /**
+   * What is prepared on each server connection of the pool (pid to {@code name: statement}
+   * lines; an empty list: nothing). Every server connection is visited: {@code poolSize} clients
+   * (the pool size this PgBouncer was started with, its cap on server connections) each hold one in
+   * a transaction at once, so no two share one and none is left out (PgBouncer opens one more when
+   * fewer exist). The clients use the simple query protocol, which prepares nothing itself.
+   */
+  public Map<Integer, List<String>> preparedStatementsOnEveryServer(int poolSize) throws SQLException {
+    Map<Integer, List<String>> byServer = new LinkedHashMap<>();
+    List<Connection> clients = new ArrayList<>();
+    try {
+      for (int i = 0; i < poolSize; i++) {
+        Connection c = connect("preferQueryMode=simple", "assumeMinServerVersion=9.0");
+        clients.add(c);
+        c.setAutoCommit(false);
+        try (Statement s = c.createStatement();
+            ResultSet rs = s.executeQuery("SELECT pg_backend_pid(), coalesce((SELECT array_agg(name || ': ' || statement"
+                + " ORDER BY name) FROM pg_prepared_statements), '{}')")) {
+          rs.next();
+          List<String> prepared = List.of((String[]) rs.getArray(2).getArray());
+          if (byServer.put(rs.getInt(1), prepared) != null) {
+            throw new IllegalStateException("two clients, each in a transaction, were served by one server (pid "
+                + rs.getInt(1) + "): not transaction pooling");
+          }
+        }
+      }
+      return byServer;
+    } finally {
+      for (Connection c : clients) {
+        try {
+          c.rollback();
+          c.close();
+        } catch (SQLException e) {
+          // closed with the client
+        }
+      }
+    }
+  }
+
+  /**
    * Stops the PgBouncer process (SIGSTOP): its sockets stay open and nothing on them is answered,
    * as when the network to the database hangs. {@link #thaw()} resumes it.
    */

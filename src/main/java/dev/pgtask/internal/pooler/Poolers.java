@@ -27,7 +27,9 @@ import org.postgresql.PGConnection;
  * <p>Behind a transaction pooler, pgjdbc's named server-side statements ({@code S_1}, {@code S_2}
  * ..., created after a statement ran {@code prepareThreshold} times, 5 by default) are created on
  * one server session and looked up on another: {@code prepared statement "S_1" already exists} or
- * {@code ... does not exist}. {@code prepareThreshold=0} makes every statement unnamed.
+ * {@code ... does not exist}, and they outlive the client on the server session. {@code
+ * prepareThreshold=0} makes every statement unnamed; {@link UnnamedStatements} is where pgtask's
+ * own connections get it.
  */
 public final class Poolers {
 
@@ -42,46 +44,68 @@ public final class Poolers {
 
   /** What the probe saw. */
   public record Probe(boolean sharesSessions, int prepareThreshold) {
-    /** Sessions are shared between clients and pgjdbc names server-side statements: this breaks. */
+    /**
+     * Sessions are shared between clients and pgjdbc names server-side statements (any threshold
+     * but 0: a negative one names every statement): this breaks.
+     */
     public boolean namedStatementsCollide() {
-      return sharesSessions && prepareThreshold > 0;
+      return sharesSessions && prepareThreshold != 0;
     }
   }
 
-  /** Probes with two connections from {@code open}; both are closed (returned) before it returns. */
+  /**
+   * Probes with two connections from {@code open}; both are closed (returned) before it returns.
+   * The probe names no statement on either ({@link UnnamedStatements#during}): its {@code ROLLBACK}
+   * would otherwise stay prepared as {@code S_1} on a transaction pooler's server session.
+   */
   public static Probe probe(Callable<Connection> open) throws Exception {
     try (Connection a = open.call()) {
-      a.setAutoCommit(true);
       int threshold = a.isWrapperFor(PGConnection.class) ? a.unwrap(PGConnection.class).getPrepareThreshold() : 0;
-      int first = pid(a);
-      try (Connection b = open.call()) {
-        ExecutorService timeouts = Executors.newSingleThreadExecutor(r -> {
-          Thread t = new Thread(r, "pgtask-pooler-probe");
-          t.setDaemon(true);
-          return t;
-        });
+      return UnnamedStatements.during(a, () -> {
+        a.setAutoCommit(true);
+        int first = pid(a);
+        Connection b;
         try {
-          b.setNetworkTimeout(timeouts, PROBE_TIMEOUT_MILLIS);
-          b.setAutoCommit(false);
-          int other;
-          try {
-            other = pid(b);
-          } catch (SQLException e) {
-            return new Probe(false, threshold); // no server for B in time: a full session pool, not sharing
-          }
-          boolean shared = other == first || pid(a) != first;
-          try {
-            b.rollback();
-            b.setAutoCommit(true);
-            b.setNetworkTimeout(null, 0);
-          } catch (SQLException e) {
-            // B is discarded by its pool when it is broken
-          }
-          return new Probe(shared, threshold);
-        } finally {
-          timeouts.shutdownNow();
+          b = open.call();
+        } catch (SQLException e) {
+          throw e;
+        } catch (Exception e) {
+          throw new SQLException(e);
         }
+        try (b) {
+          return UnnamedStatements.during(b, () -> new Probe(sharedWith(a, first, b), threshold));
+        }
+      });
+    }
+  }
+
+  /** Whether {@code b}, in a transaction, meets {@code a}'s backend, or {@code a} moved: see the class comment. */
+  private static boolean sharedWith(Connection a, int first, Connection b) throws SQLException {
+    ExecutorService timeouts = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "pgtask-pooler-probe");
+      t.setDaemon(true);
+      return t;
+    });
+    try {
+      b.setNetworkTimeout(timeouts, PROBE_TIMEOUT_MILLIS);
+      b.setAutoCommit(false);
+      int other;
+      try {
+        other = pid(b);
+      } catch (SQLException e) {
+        return false; // no server for B in time: a full session pool, not sharing
       }
+      boolean shared = other == first || pid(a) != first;
+      try {
+        b.rollback();
+        b.setAutoCommit(true);
+        b.setNetworkTimeout(null, 0);
+      } catch (SQLException e) {
+        // B is discarded by its pool when it is broken
+      }
+      return shared;
+    } finally {
+      timeouts.shutdownNow();
     }
   }
 
