@@ -65,7 +65,7 @@ public class PgTaskProperties {
     private int batchSize = 50;
     /** Claimed tasks that may wait locally for a free executor (-1: adaptive, what the last 100 ms finished, at most 400). */
     private int prefetch = -1;
-    /** Most tasks committed together in one transaction, short tasks only (1: one transaction per task). */
+    /** Most tasks committed together in one transaction, for kinds that opt in with HandlerOptions.withSharedTransaction() and short tasks only (1: one transaction per task). */
     private int commitBatchSize = 32;
     /** Longest time a transaction carrying several tasks stays open. */
     private Duration commitBatchTime = Duration.ofMillis(10);
