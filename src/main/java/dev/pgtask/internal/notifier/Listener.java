@@ -166,17 +166,18 @@ public final class Listener extends Service {
         // silent past twice that (plus 2 s) is dead, or held by a frozen pooler or network
         c.setNetworkTimeout(networkTimeoutExecutor, (int) Math.min(Integer.MAX_VALUE, bounds.networkTimeout().toMillis()));
         c.setAutoCommit(true);
-        bounds.applyToSession(c); // its autocommit statements too; each round sets its own bounds again
         DSLContext dsl = Sql.using(c);
         connection = c; // from here, stopping closes it
-        endAbandoned(dsl);
-        BackendQueries.Backend backend = BackendQueries.current(dsl);
-        current = backend;
         if (!receivesNotifications(c)) {
           return; // warned: the worker works by polling
         }
+        // a session of its own (proven above): its autocommit statements are bounded too, each round
+        // sets its own bounds again
+        bounds.applyToSession(c);
         dsl.select(DSL.function("set_config", SQLDataType.CLOB, DSL.val("application_name"),
             DSL.val(truncate("pgtask listen " + config.workerId())), DSL.inline(false))).fetch();
+        current = BackendQueries.current(dsl);
+        endAbandoned(dsl);
         dsl.query("LISTEN pgtask").execute();          // constant statements: channel names are
         dsl.query("LISTEN pgtask_control").execute();  // fixed, never built from input
         long since = System.nanoTime();

@@ -1,0 +1,193 @@
+package dev.pgtask.scenario;
+
+import static dev.pgtask.scenario.Faults.LEASE;
+import static dev.pgtask.scenario.Faults.RESCUE;
+import static dev.pgtask.scenario.Faults.SLACK;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.pgtask.testsupport.Db;
+import dev.pgtask.testsupport.FreezingProxy;
+import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.WorkerProcess;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A worker's LISTEN session goes through a proxy that freezes it the way a frozen pooler or a
+ * network black hole does: one message swallowed, then nothing forwarded either way, both sockets
+ * open (the server's backend lives on, idle, possibly inside a round's transaction). Every
+ * transaction on that session is bounded on the server (statement, lock and idle-in-transaction
+ * timeouts: with the test workers' 1-s beat, 1 s each), so rescue, leadership and the worker's own
+ * tasks go on within the documented bounds, and the listener ends the backend of a session it gave
+ * up on.
+ */
+class FrozenListenSessionIT {
+
+  /** The test workers' short-transaction bound (their beat, 1 s). */
+  static final Duration BOUND = RESCUE;
+  /** The documented takeover bound: the leader's lease (3 beats) + 1 beat. */
+  static final Duration TAKEOVER = RESCUE.multipliedBy(4);
+
+  static TestDatabase db;
+  static Db sql;
+  FreezingProxy proxy;
+  final List<WorkerProcess> workers = new ArrayList<>();
+
+  @BeforeAll
+  static void setUp() {
+    db = TestDatabase.create("frozen_listen");
+    sql = new Db(db);
+  }
+
+  @AfterAll
+  static void tearDown() {
+    db.close();
+  }
+
+  @BeforeEach
+  void startProxy() throws Exception {
+    URI u = URI.create(db.fullUrl().substring("jdbc:".length()));
+    proxy = FreezingProxy.to(u.getHost(), u.getPort() < 0 ? 5432 : u.getPort());
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    Faults.closeAll(workers);
+    workers.clear();
+    proxy.close();
+    // what a test left behind (its frozen backends included) is not the next test's
+    sql.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+        + "AND pid <> pg_backend_pid()");
+    sql.exec("DELETE FROM pgtask.task");
+  }
+
+  /** The test database's URL through the proxy. */
+  String proxied() {
+    URI u = URI.create(db.fullUrl().substring("jdbc:".length()));
+    return "jdbc:postgresql://127.0.0.1:" + proxy.port() + u.getRawPath() + (u.getRawQuery() == null ? "" : "?" + u.getRawQuery());
+  }
+
+  WorkerProcess start(String id, boolean viaProxy, String... extra) throws Exception {
+    List<String> args = new ArrayList<>(List.of(extra));
+    if (viaProxy) {
+      args.addAll(List.of("--listen-url", proxied()));
+    }
+    WorkerProcess w = WorkerProcess.start(db, id, Faults.args(id, args.toArray(String[]::new)));
+    workers.add(w);
+    return w;
+  }
+
+  static String liveLeader() throws Exception {
+    return sql.text("SELECT worker FROM pgtask.maintenance_leader WHERE live");
+  }
+
+  /** Backends of this database idle in a transaction for longer than {@code seconds}. */
+  static long idleInTransactionLongerThan(double seconds) throws Exception {
+    return sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        + "AND state LIKE 'idle in transaction%' AND clock_timestamp() - state_change > make_interval(secs => " + seconds + ")");
+  }
+
+  @Test
+  void aDeadWorkersTasksAreRescuedWithinTheBoundAlthoughTheLeadersListenSessionFroze() throws Exception {
+    start("fz-a-leader", true);
+    await("fz-a-leader leads").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
+        .until(() -> "fz-a-leader".equals(liveLeader()));
+    WorkerProcess victim = start("fz-a-victim", false, "--queue", "victim");
+    Faults.awaitUp(sql, "fz-a-leader");
+    Faults.awaitUp(sql, "fz-a-victim");
+    sql.exec("SELECT pgtask.enqueue('demo.record', '{\"ms\": 600000}', queue => 'victim') FROM generate_series(1, 4)");
+    await("the victim executing its 4 tasks").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
+        .until(() -> Faults.executingOn(sql, "fz-a-victim") == 4);
+
+    // the leader's next round that renews its lease (it binds the worker id) freezes at its COMMIT
+    String frozenPid = Faults.listenerPid(sql, "fz-a-leader");
+    proxy.freezeAtCommit("fz-a-leader");
+    await("the leader's round frozen").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
+        .until(() -> proxy.frozenCount() == 1);
+    double death = Faults.dbNow(sql);
+    victim.kill();
+
+    double rescued = Faults.awaitRescued(sql, "fz-a-victim", death, LEASE.plus(RESCUE).plus(SLACK));
+    System.out.printf("frozen listen session: the dead worker's tasks claimable again %s after its death (bound %s)%n",
+        Faults.seconds(rescued), LEASE.plus(RESCUE));
+    assertThat(rescued).as("seconds from the death to the rescue, with the leader's LISTEN session frozen")
+        .isLessThanOrEqualTo(LEASE.plus(RESCUE).plus(SLACK).toMillis() / 1000.0);
+    await("the frozen backend ended by its idle bound").atMost(BOUND.plus(SLACK)).pollInterval(Duration.ofMillis(100))
+        .until(() -> sql.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + frozenPid) == 0);
+    assertThat(idleInTransactionLongerThan(BOUND.toMillis() / 1000.0 + 1))
+        .as("backends idle in a transaction past the bound").isZero();
+    assertThat(liveLeader()).as("the leader after the freeze").isNotNull();
+  }
+
+  @Test
+  void aLeaderWhoseListenSessionFrozeMidRoundLeavesTheClusterLedAndAnOrphanIsRescued() throws Exception {
+    start("fz-b-leader", true);
+    await("fz-b-leader leads").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
+        .until(() -> "fz-b-leader".equals(liveLeader()));
+    start("fz-b-follower", false);
+    Faults.awaitUp(sql, "fz-b-follower");
+    Faults.awaitUp(sql, "fz-b-leader");
+
+    proxy.freezeAtCommit("fz-b-leader");
+    await("the leader's round frozen").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
+        .until(() -> proxy.frozenCount() == 1);
+    double frozenAt = Faults.dbNow(sql);
+    // an orphan of a worker that is gone: running, its lease expired, no transaction holds it
+    long orphan = Long.parseLong(sql.text("SELECT pgtask.enqueue('demo.record', '{\"ms\": 1}', queue => 'nobody')"));
+    sql.exec("UPDATE pgtask.task SET state = 'running', attempt = 1, owner = 'fz-b-ghost', attempted_at = now(), "
+        + "lease_until = now() - interval '1 second' WHERE id = " + orphan);
+    // a fresh worker joins: it must be able to lead too if it comes to that
+    start("fz-b-fresh", false);
+
+    await("the orphan rescued").atMost(TAKEOVER.plus(SLACK)).pollInterval(Duration.ofMillis(100))
+        .until(() -> !"running".equals(sql.text("SELECT state FROM pgtask.task WHERE id = " + orphan)));
+    double rescued = Faults.dbNow(sql) - frozenAt;
+    String leader = liveLeader();
+    System.out.printf("frozen leader round: orphan rescued %s after the freeze (bound %s), leader then %s%n",
+        Faults.seconds(rescued), TAKEOVER, leader);
+    assertThat(leader).as("a live leader after the freeze").isNotNull();
+    assertThat(sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        + "AND wait_event_type = 'Lock'")).as("backends waiting on a lock").isZero();
+    assertThat(idleInTransactionLongerThan(BOUND.toMillis() / 1000.0 + 1))
+        .as("backends idle in a transaction past the bound").isZero();
+  }
+
+  @Test
+  void listenerReconnectsDoNotAccumulateBackends() throws Exception {
+    WorkerProcess w = start("fz-c", true);
+    Faults.awaitUp(sql, "fz-c");
+    String[] freezes = {"COMMIT", "LISTEN pgtask_control", "COMMIT", "LISTEN pgtask_control"};
+    for (int i = 0; i < freezes.length; i++) {
+      if (freezes[i].equals("COMMIT")) {
+        proxy.freezeAtCommit("fz-c");
+      } else {
+        proxy.freezeAt(freezes[i]);
+      }
+      int n = i + 1;
+      await("freeze " + n + " at " + freezes[i]).atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+          .until(() -> proxy.frozenCount() == n);
+    }
+    // the listener gives the last frozen session up (network timeout) and connects once more
+    await("the listener reconnected after the last freeze").atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> w.log().split("pgtask listener reconnected", -1).length - 1 >= freezes.length);
+    await("one LISTEN backend left").atMost(BOUND.plus(SLACK)).pollInterval(Duration.ofMillis(100))
+        .until(() -> sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            + "AND application_name = 'pgtask listen fz-c'") == 1);
+    System.out.printf("listener reconnects: %d freezes, backends of the worker's LISTEN sessions now %d%n",
+        freezes.length, sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            + "AND application_name = 'pgtask listen fz-c'"));
+    assertThat(sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        + "AND wait_event_type = 'Lock'")).as("backends waiting on a lock").isZero();
+    assertThat(idleInTransactionLongerThan(BOUND.toMillis() / 1000.0 + 1))
+        .as("backends idle in a transaction past the bound").isZero();
+  }
+}
