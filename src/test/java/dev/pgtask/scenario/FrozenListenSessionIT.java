@@ -69,10 +69,14 @@ class FrozenListenSessionIT {
     sql.exec("DELETE FROM pgtask.task");
   }
 
-  /** The test database's URL through the proxy. */
+  /**
+   * The test database's URL through the proxy; no statement prepared on the server, so that every
+   * statement's text (COMMIT included) goes over the wire each time and the proxy can see it.
+   */
   String proxied() {
     URI u = URI.create(db.fullUrl().substring("jdbc:".length()));
-    return "jdbc:postgresql://127.0.0.1:" + proxy.port() + u.getRawPath() + (u.getRawQuery() == null ? "" : "?" + u.getRawQuery());
+    return "jdbc:postgresql://127.0.0.1:" + proxy.port() + u.getRawPath() + "?"
+        + (u.getRawQuery() == null ? "" : u.getRawQuery() + "&") + "prepareThreshold=0";
   }
 
   WorkerProcess start(String id, boolean viaProxy, String... extra) throws Exception {
@@ -175,10 +179,11 @@ class FrozenListenSessionIT {
       await("freeze " + n + " at " + freezes[i]).atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
           .until(() -> proxy.frozenCount() == n);
     }
-    // the listener gives the last frozen session up (network timeout) and connects once more
+    // the listener gives the last frozen session up (network timeout) and listens again (a session
+    // frozen at its LISTEN never listened: it counts no reconnect)
     await("the listener reconnected after the last freeze").atMost(Duration.ofSeconds(30))
         .pollInterval(Duration.ofMillis(100))
-        .until(() -> w.log().split("pgtask listener reconnected", -1).length - 1 >= freezes.length);
+        .until(() -> w.log().split("pgtask listener reconnected", -1).length - 1 >= freezes.length / 2);
     await("one LISTEN backend left").atMost(BOUND.plus(SLACK)).pollInterval(Duration.ofMillis(100))
         .until(() -> sql.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
             + "AND application_name = 'pgtask listen fz-c'") == 1);

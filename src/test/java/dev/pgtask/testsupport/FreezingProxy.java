@@ -105,7 +105,11 @@ public final class FreezingProxy implements AutoCloseable {
 
     void pump(Socket from, Socket to, boolean clientToServer) {
       byte[] buf = new byte[16 * 1024];
-      try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+      try {
+        // the streams are not closed here: closing one closes its socket, and a frozen connection
+        // keeps both sockets open whatever either side does
+        InputStream in = from.getInputStream();
+        OutputStream out = to.getOutputStream();
         int n;
         while ((n = in.read(buf)) >= 0) {
           if (clientToServer && !frozenHere) {
