@@ -45,6 +45,14 @@ public record WorkerConfig(
         failedRetention, namespace, objectMapper, metrics, tracing);
   }
 
+  /**
+   * The server-side bounds of this worker's short transactions (see {@code TxBounds.ofBeat}), from
+   * its maintenance beat.
+   */
+  public dev.pgtask.internal.sql.TxBounds transactionBounds() {
+    return dev.pgtask.internal.sql.TxBounds.ofBeat(dev.pgtask.internal.maintenance.Maintenance.beatInterval(this));
+  }
+
   /** The registered kinds, for the claim's kind filter. */
   public List<String> kinds() {
     return List.copyOf(handlers.keySet());

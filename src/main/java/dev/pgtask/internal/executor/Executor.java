@@ -806,7 +806,7 @@ public final class Executor extends Service {
       serverTimeoutMillis = Math.max(serverTimeoutMillis, serverTimeoutMillis(config.handlers().get(t.claimed.kind())));
     }
     try {
-      tx.lock(chunk, applicationName(first), serverTimeoutMillis, config.tenantLockNamespace());
+      tx.lock(chunk, applicationName(first), serverTimeoutMillis, config.tenantLockNamespace(), config.transactionBounds());
     } catch (SQLException | RuntimeException e) {
       // the chunk's later tasks were not run: they go back to the front of the queue
       for (int i = chunk.size() - 1; i > 0; i--) {

@@ -154,8 +154,8 @@ final class LeaseKeeper extends Service {
     }
     long sent = System.nanoTime();
     try {
-      executor.renewed(held, ExecuteQueries.extendLeases(Sql.using(config.dataSource()),
-          Executor.fences(held), config.leaseDuration()), sent, false);
+      executor.renewed(held, config.transactionBounds().inTransaction(config.dataSource(),
+          tx -> ExecuteQueries.extendLeases(tx, Executor.fences(held), config.leaseDuration())), sent, false);
     } catch (RuntimeException e) {
       log.warn("pgtask: renewing the leases of {} task(s) failed: {}", held.size(), e.getMessage());
     }

@@ -125,14 +125,15 @@ final class TaskTransaction {
    * Re-locks {@code tasks} (one statement: fenced row locks, tenant locks, settings) and opens the
    * first one's savepoint in the same round trip. The others wait in {@link #pending}.
    */
-  void lock(List<LocalTask> tasks, String applicationName, long serverTimeoutMillis, int namespace) throws SQLException {
+  void lock(List<LocalTask> tasks, String applicationName, long serverTimeoutMillis, int namespace,
+      dev.pgtask.internal.sql.TxBounds bounds) throws SQLException {
     List<Fence> fences = new ArrayList<>(tasks.size());
     for (LocalTask t : tasks) {
       fences.add(t.fence);
     }
     releaseSavepointIfOpen();
     Map<Long, LockResult> result = ExecuteQueries.lockForExecution(conn, fences, applicationName,
-        serverTimeoutMillis, namespace, true);
+        serverTimeoutMillis, namespace, true, bounds);
     savepointOpen = true;
     for (LocalTask t : tasks) {
       locks.put(t.id(), result.getOrDefault(t.id(), LockResult.FENCED_OUT));

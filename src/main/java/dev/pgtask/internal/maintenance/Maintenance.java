@@ -69,8 +69,6 @@ public final class Maintenance extends Service {
   private static final Duration HEARTBEAT_INTERVAL = Duration.ofSeconds(10);
   private static final Duration QUEUE_SAMPLE_INTERVAL = Duration.ofSeconds(15);
   private static final Duration STALE_WORKER_AGE = Duration.ofHours(1);
-  /** Server-side bound of one pass's transaction: a frozen worker's pass cannot hold its lock longer. */
-  private static final Duration PASS_SERVER_TIMEOUT = Duration.ofSeconds(5);
   private static final int RESCUE_BATCH = 1_000;
   private static final Duration VACUUM_CHECK_INTERVAL = Duration.ofSeconds(15);
   /** A vacuum turn is taken when the task table has this many dead row versions or more. */
@@ -87,6 +85,8 @@ public final class Maintenance extends Service {
   private final Runnable register;
   private final long beatNanos;
   private final Duration leaderLease;
+  // the server-side bounds of every transaction of the maintenance (ticks, rounds, passes)
+  private final dev.pgtask.internal.sql.TxBounds bounds;
   // the term of the lease this worker holds, or null; written by the maintenance thread
   private volatile Long term;
   // System.nanoTime() of the last rescue round; written by the maintenance thread and the listener's
@@ -117,6 +117,7 @@ public final class Maintenance extends Service {
     Duration beat = beatInterval(config);
     this.beatNanos = beat.toNanos();
     this.leaderLease = leaderLease(config);
+    this.bounds = config.transactionBounds();
     schedule(beat, this::tick);
     passes.get(0).due = System.nanoTime(); // the first tick at start: a new cluster has a leader at once
     sessionTickDue = System.nanoTime() + beatNanos / 2; // then on the listener's session, before the next
@@ -211,7 +212,7 @@ public final class Maintenance extends Service {
    * The tick's period: the rescue interval, at most {@link #HEARTBEAT_INTERVAL} (the heartbeat's
    * period) and at most a third of the claim lease.
    */
-  static Duration beatInterval(WorkerConfig config) {
+  public static Duration beatInterval(WorkerConfig config) {
     Duration beat = config.rescueInterval();
     if (beat.compareTo(HEARTBEAT_INTERVAL) > 0) {
       beat = HEARTBEAT_INTERVAL;
@@ -247,8 +248,8 @@ public final class Maintenance extends Service {
       return; // the listener's session carries the ticks
     }
     if (term == null) {
-      MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(Sql.using(config.dataSource()),
-          config.workerId(), leaderLease, true);
+      MaintenanceQueries.Turn t = bounds.inTransaction(config.dataSource(),
+          tx -> MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, true));
       registered(t);
       if (t.term() == null) {
         return;
@@ -292,21 +293,7 @@ public final class Maintenance extends Service {
    */
   private void rescueRound() {
     boolean due = rescueDue();
-    Round r;
-    try (Connection c = config.dataSource().getConnection()) {
-      c.setAutoCommit(false);
-      try {
-        r = roundIn(Sql.using(c), due);
-        c.commit();
-      } catch (RuntimeException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
-    } catch (java.sql.SQLException e) {
-      throw new IllegalStateException(e.getMessage(), e);
-    }
+    Round r = bounds.inTransaction(config.dataSource(), tx -> roundIn(tx, due));
     afterRound(r);
     if (r.ran() && r.table().dead() >= VACUUM_DEAD_TUPLES) {
       vacuumTurn();
@@ -327,7 +314,7 @@ public final class Maintenance extends Service {
   /** The leader's tick in the transaction {@code tx}: the lease first, then the rescue round when {@code due}. */
   private Round roundIn(DSLContext tx, boolean due) {
     boolean locked = MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(),
-        MaintenanceQueries.RESCUE_LOCK_KEY, PASS_SERVER_TIMEOUT);
+        MaintenanceQueries.RESCUE_LOCK_KEY);
     MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, true);
     if (t.term() == null || !due || !locked) {
       return new Round(t, false, 0, 0, null);
@@ -373,7 +360,7 @@ public final class Maintenance extends Service {
   private volatile long lastAnalyze;
 
   private void vacuumTurn() {
-    if (MaintenanceQueries.takeVacuumTurn(Sql.using(config.dataSource()), VACUUM_CHECK_INTERVAL)) {
+    if (bounds.inTransaction(config.dataSource(), tx -> MaintenanceQueries.takeVacuumTurn(tx, VACUUM_CHECK_INTERVAL))) {
       MaintenanceQueries.vacuumTasks(Sql.using(config.dataSource()));
     }
   }
@@ -510,28 +497,17 @@ public final class Maintenance extends Service {
    * Returns the pass's count, -1 when it did not run.
    */
   private int inLeaderTransaction(int key, ToIntFunction<DSLContext> pass) {
-    try (Connection c = config.dataSource().getConnection()) {
-      c.setAutoCommit(false);
-      try {
-        DSLContext tx = Sql.using(c);
-        int n = -1;
-        boolean locked = MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(), key, PASS_SERVER_TIMEOUT);
-        MaintenanceQueries.Turn t = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, false);
-        if (t.term() != null && locked) {
-          n = pass.applyAsInt(tx);
-        }
-        c.commit();
-        termIs(t.term());
-        return n;
-      } catch (RuntimeException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
+    int[] n = {-1};
+    MaintenanceQueries.Turn t = bounds.inTransaction(config.dataSource(), tx -> {
+      boolean locked = MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(), key);
+      MaintenanceQueries.Turn turn = MaintenanceQueries.maintenanceTurn(tx, config.workerId(), leaderLease, false);
+      if (turn.term() != null && locked) {
+        n[0] = pass.applyAsInt(tx);
       }
-    } catch (java.sql.SQLException e) {
-      throw new IllegalStateException(e.getMessage(), e);
-    }
+      return turn;
+    });
+    termIs(t.term());
+    return n[0];
   }
 
   /** At stop: a leader gives the lease up, so that another worker takes it at its next tick. */
@@ -540,7 +516,7 @@ public final class Maintenance extends Service {
       return;
     }
     try {
-      MaintenanceQueries.releaseMaintenanceLease(Sql.using(config.dataSource()), config.workerId());
+      bounds.inTransaction(config.dataSource(), tx -> MaintenanceQueries.releaseMaintenanceLease(tx, config.workerId()));
       log.info("pgtask worker {} released the maintenance lease (term {})", config.workerId(), term);
     } catch (RuntimeException e) {
       log.warn("pgtask worker {}: could not release the maintenance lease ({}); it expires within {} ms",
@@ -608,7 +584,7 @@ public final class Maintenance extends Service {
   public boolean vacuumPass() {
     var dsl = Sql.using(config.dataSource());
     if (MaintenanceQueries.deadTuples(dsl) < VACUUM_DEAD_TUPLES
-        || !MaintenanceQueries.takeVacuumTurn(dsl, VACUUM_CHECK_INTERVAL)) {
+        || !bounds.inTransaction(config.dataSource(), tx -> MaintenanceQueries.takeVacuumTurn(tx, VACUUM_CHECK_INTERVAL))) {
       return false;
     }
     // a role that does not own the table gets a server WARNING and no VACUUM: autovacuum remains
@@ -623,7 +599,8 @@ public final class Maintenance extends Service {
    * pgtask.health). Returns the queue and kind pairs it warned about.
    */
   public java.util.List<MaintenanceQueries.Unhandled> unhandledKindsPass() {
-    return warnUnhandled(MaintenanceQueries.unhandledKinds(Sql.using(config.dataSource()), config.queues()));
+    return warnUnhandled(bounds.inTransaction(config.dataSource(),
+        tx -> MaintenanceQueries.unhandledKinds(tx, config.queues())));
   }
 
   private java.util.List<MaintenanceQueries.Unhandled> warnUnhandled(java.util.List<MaintenanceQueries.Unhandled> found) {
@@ -645,7 +622,7 @@ public final class Maintenance extends Service {
 
   /** Samples the worker's queues (ready tasks and lag) into the metrics. */
   public void sampleQueues() {
-    var samples = MaintenanceQueries.sampleQueues(Sql.using(config.dataSource()), config.queues());
+    var samples = bounds.inTransaction(config.dataSource(), tx -> MaintenanceQueries.sampleQueues(tx, config.queues()));
     for (String q : config.queues()) {
       var s = samples.get(q);
       config.metrics().queueSampled(q, s == null ? 0 : s.available(), s == null ? Duration.ZERO : s.lag());
@@ -653,24 +630,7 @@ public final class Maintenance extends Service {
   }
 
   private int inPassTransaction(int key, ToIntFunction<DSLContext> pass) {
-    try (Connection c = config.dataSource().getConnection()) {
-      c.setAutoCommit(false);
-      try {
-        DSLContext tx = Sql.using(c);
-        int n = 0;
-        if (MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(), key, PASS_SERVER_TIMEOUT)) {
-          n = pass.applyAsInt(tx);
-        }
-        c.commit();
-        return n;
-      } catch (RuntimeException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
-    } catch (java.sql.SQLException e) {
-      throw new IllegalStateException(e.getMessage(), e);
-    }
+    return bounds.inTransaction(config.dataSource(),
+        tx -> MaintenanceQueries.tryPassLock(tx, config.tenantLockNamespace(), key) ? pass.applyAsInt(tx) : 0);
   }
 }

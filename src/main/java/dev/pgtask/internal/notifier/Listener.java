@@ -2,7 +2,9 @@ package dev.pgtask.internal.notifier;
 
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.sql.BackendQueries;
 import dev.pgtask.internal.sql.Sql;
+import dev.pgtask.internal.sql.TxBounds;
 import java.sql.Connection;
 import java.util.HashSet;
 import java.util.Set;
@@ -65,6 +67,11 @@ public final class Listener extends Service {
     return t;
   });
   private volatile Connection connection;
+  // the server-side bounds of this session's statements and rounds
+  private final TxBounds bounds;
+  // the backend of the current session, and of one given up on and not yet ended (listener thread only)
+  private BackendQueries.Backend current;
+  private BackendQueries.Backend abandoned;
   private volatile long listeningSince;
   private volatile Runnable onSchedulesChanged = () -> { };
   // System.nanoTime() when the last "<queue>" notification of one of this worker's queues arrived (0: none)
@@ -114,6 +121,7 @@ public final class Listener extends Service {
     this.onCancel = onCancel;
     this.onListening = onListening;
     this.queues = new HashSet<>(config.queues());
+    this.bounds = config.transactionBounds();
   }
 
   @Override
@@ -154,16 +162,22 @@ public final class Listener extends Service {
     boolean first = true;
     while (isRunning()) {
       try (Connection c = config.listenConnectionFactory().call()) {
-        int pingMillis = (int) Math.min(Integer.MAX_VALUE, config.listenerPingInterval().toMillis());
-        c.setNetworkTimeout(networkTimeoutExecutor, Math.max(5_000, pingMillis * 2));
+        // every statement on this session answers within the statement bound: a socket that stays
+        // silent past twice that (plus 2 s) is dead, or held by a frozen pooler or network
+        c.setNetworkTimeout(networkTimeoutExecutor, (int) Math.min(Integer.MAX_VALUE, bounds.networkTimeout().toMillis()));
         c.setAutoCommit(true);
         DSLContext dsl = Sql.using(c);
         connection = c; // from here, stopping closes it
         if (!receivesNotifications(c)) {
           return; // warned: the worker works by polling
         }
+        // a session of its own (proven above): its autocommit statements are bounded too, each round
+        // sets its own bounds again
+        bounds.applyToSession(c);
         dsl.select(DSL.function("set_config", SQLDataType.CLOB, DSL.val("application_name"),
             DSL.val(truncate("pgtask listen " + config.workerId())), DSL.inline(false))).fetch();
+        current = BackendQueries.current(dsl);
+        endAbandoned(dsl);
         dsl.query("LISTEN pgtask").execute();          // constant statements: channel names are
         dsl.query("LISTEN pgtask_control").execute();  // fixed, never built from input
         long since = System.nanoTime();
@@ -231,6 +245,9 @@ public final class Listener extends Service {
           }
         }
       } catch (Exception e) {
+        if (current != null) {
+          abandoned = current; // the socket is given up, the server's session may live on: end it
+        }
         if (!isRunning()) {
           break;
         }
@@ -238,6 +255,7 @@ public final class Listener extends Service {
       } finally {
         listeningSince = 0;
         connection = null;
+        current = null;
       }
       if (!isRunning()) {
         break;
@@ -251,6 +269,29 @@ public final class Listener extends Service {
       }
       backoffMillis = Math.min(5_000, backoffMillis * 2);
       onWake.run(); // keep polling while the listener is down
+    }
+  }
+
+  /**
+   * Ends the backend of the session this listener gave up on (a network timeout or a failed
+   * statement), if it still runs: closing the socket does not end it when a pooler, a proxy or a
+   * frozen network keeps the server's side open, and it may still be idle in a round's transaction
+   * (until its idle bound) or keep a connection slot forever. Checked by pid and backend start, so a
+   * reused pid is never hit. A failure leaves it for the next reconnect.
+   */
+  private void endAbandoned(DSLContext dsl) {
+    BackendQueries.Backend old = abandoned;
+    if (old == null) {
+      return;
+    }
+    try {
+      if (BackendQueries.terminate(dsl, old)) {
+        log.info("pgtask listener: ended the server session (pid {}) of the connection it gave up on", old.pid());
+      }
+      abandoned = null;
+    } catch (RuntimeException e) {
+      log.warn("pgtask listener: could not end the server session (pid {}) of the connection it gave up on ({});"
+          + " trying again at the next reconnect", old.pid(), e.getMessage());
     }
   }
 
@@ -279,8 +320,8 @@ public final class Listener extends Service {
       return false;
     }
     java.util.List<Runnable> after = new java.util.ArrayList<>();
-    c.setAutoCommit(false);
     try {
+      bounds.begin(c); // BEGIN and the bounds, one round trip: a frozen round ends on the server
       for (SessionWork w : work) {
         if (w.runsInRoundAt(now)) {
           Runnable a = w.run(dsl, now);

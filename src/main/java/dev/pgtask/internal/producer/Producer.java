@@ -405,7 +405,8 @@ public final class Producer extends Service {
         first = false;
         if (startHead) {
           StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
-              room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace(), spill);
+              room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace(), spill,
+              config.transactionBounds());
           claim = started.claim();
           count(claim.tasks());
           if (started.transaction() != null) {
@@ -415,7 +416,7 @@ public final class Producer extends Service {
           }
         } else {
           claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
-              config.workerId(), config.leaseDuration(), spill);
+              config.workerId(), config.leaseDuration(), spill, config.transactionBounds());
           count(claim.tasks());
           executor.submitAll(claim.tasks(), claimNanos);
         }

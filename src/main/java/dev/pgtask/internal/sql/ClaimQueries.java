@@ -53,7 +53,8 @@ public final class ClaimQueries {
   public record Claim(List<Claimed> tasks, int locked) {}
 
   // the claim statement for n queues, rendered once (see PreparedQuery)
-  private static final java.util.Map<Integer, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
+  // by queue count and bounds
+  private static final java.util.Map<String, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
 
   /**
    * What the claim statements share: the locking CTE, which rows to take, the CTE's row count, and
@@ -243,13 +244,13 @@ public final class ClaimQueries {
   static final String GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan;\n"
       + "SET LOCAL enable_seqscan = off;\nSET LOCAL jit = off";
 
-  private static PreparedQuery claimQuery(int queueCount) {
+  private static PreparedQuery claimQuery(int queueCount, TxBounds bounds) {
     ClaimParts p = claimParts(queueCount);
     return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
             TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount(), tenantName(),
             TASK.TRACE_PARENT, p.spill().as("spilled")))
-        .precededBy(GENERIC_PLAN).followedBy("COMMIT");
+        .precededBy(bounds.setLocalSql() + ";\n" + GENERIC_PLAN).followedBy("COMMIT");
   }
 
   /** The sequence whose currval() carries the claim's head id to the re-lock sent after it. */
@@ -264,7 +265,8 @@ public final class ClaimQueries {
   }
 
   // claim, commit, and the re-lock of the claim's head in a new transaction, for n queues
-  private static final java.util.Map<Integer, PreparedQuery> CLAIM_AND_START = new java.util.concurrent.ConcurrentHashMap<>();
+  // by queue count and bounds
+  private static final java.util.Map<String, PreparedQuery> CLAIM_AND_START = new java.util.concurrent.ConcurrentHashMap<>();
 
   /**
    * The claim as a data-modifying CTE, which also picks its head (the first transactional task in
@@ -306,9 +308,12 @@ public final class ClaimQueries {
         .leftJoin(claimed).on(DSL.trueCondition()));
   }
 
-  private static PreparedQuery claimAndStartPipeline(int queueCount) {
-    return claimAndStartQuery(queueCount).precededBy(GENERIC_PLAN).followedBy("COMMIT").followedBy("BEGIN")
-        .followedBy(ExecuteQueries.LOCK_CLAIM_HEAD).followedBy(ExecuteQueries.SAVEPOINT);
+  private static PreparedQuery claimAndStartPipeline(int queueCount, TxBounds bounds) {
+    // the claim's transaction and the task's each bounded before its first statement; the re-lock
+    // waits for its row at most the re-lock bound, the handler then runs with the default lock_timeout
+    return claimAndStartQuery(queueCount).precededBy(bounds.setLocalSql() + ";\n" + GENERIC_PLAN)
+        .followedBy("COMMIT").followedBy("BEGIN").followedBy(bounds.forRelock().setLocalSql())
+        .followedBy(ExecuteQueries.LOCK_CLAIM_HEAD).followedBy(TxBounds.AFTER_RELOCK).followedBy(ExecuteQueries.SAVEPOINT);
   }
 
   /**
@@ -332,7 +337,16 @@ public final class ClaimQueries {
   public static StartedClaim claimAndStart(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
       int namespace, boolean spill) {
-    PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size(), ClaimQueries::claimAndStartPipeline);
+    return claimAndStart(dataSource, queues, kinds, plainKinds, limit, owner, lease, serverTimeouts, namespace, spill,
+        TxBounds.ofBeat(TxBounds.MAX));
+  }
+
+  /** As above, the claim's and the task's transactions bounded by {@code bounds}. */
+  public static StartedClaim claimAndStart(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
+      List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
+      int namespace, boolean spill, TxBounds bounds) {
+    PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size() + " " + bounds,
+        k -> claimAndStartPipeline(queues.size(), bounds));
     java.sql.Connection conn = null;
     boolean handedOver = false;
     try {
@@ -449,7 +463,7 @@ public final class ClaimQueries {
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease) {
-    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, false);
+    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, false, TxBounds.ofBeat(TxBounds.MAX));
   }
 
   /**
@@ -459,7 +473,13 @@ public final class ClaimQueries {
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease, boolean spill) {
-    PreparedQuery query = CLAIMS.computeIfAbsent(queues.size(), ClaimQueries::claimQuery);
+    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, spill, TxBounds.ofBeat(TxBounds.MAX));
+  }
+
+  /** As above, the claim's transaction bounded by {@code bounds}. */
+  public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
+      int limit, String owner, Duration lease, boolean spill, TxBounds bounds) {
+    PreparedQuery query = CLAIMS.computeIfAbsent(queues.size() + " " + bounds, k -> claimQuery(queues.size(), bounds));
     java.sql.Connection conn = null;
     try {
       conn = dataSource.getConnection();

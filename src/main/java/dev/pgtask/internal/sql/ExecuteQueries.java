@@ -222,15 +222,30 @@ public final class ExecuteQueries {
    */
   public static Map<Long, LockResult> lockForExecution(Connection tx, java.util.List<Fence> fences,
       String applicationName, long serverTimeoutMillis, int namespace, boolean savepoint) throws SQLException {
+    return lockForExecution(tx, fences, applicationName, serverTimeoutMillis, namespace, savepoint,
+        TxBounds.ofBeat(TxBounds.MAX));
+  }
+
+  /** As above, with the re-lock bounded by {@code bounds} ({@link TxBounds#forRelock}). */
+  public static Map<Long, LockResult> lockForExecution(Connection tx, java.util.List<Fence> fences,
+      String applicationName, long serverTimeoutMillis, int namespace, boolean savepoint, TxBounds bounds)
+      throws SQLException {
     String timeout = Long.toString(serverTimeoutMillis);
     Map<Long, LockResult> results = new java.util.HashMap<>();
-    PreparedQuery query = savepoint ? LOCK_FOR_EXECUTION_AND_SAVEPOINT : LOCK_FOR_EXECUTION;
+    // the re-lock's bounds pipelined before it (lock_timeout set before the row lock is requested),
+    // the default lock_timeout back after it: one round trip
+    PreparedQuery query = BOUNDED_LOCKS.computeIfAbsent(savepoint + " " + bounds, k ->
+        (savepoint ? LOCK_FOR_EXECUTION_RESTORED.followedBy(SAVEPOINT) : LOCK_FOR_EXECUTION_RESTORED)
+            .precededBy(bounds.forRelock().setLocalSql()));
     try (PreparedStatement ps = query.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
             "idle_timeout", timeout, "namespace", namespace, "ids", idArray(tx, fences),
             "attempts", attemptMap(fences), "owner", fences.get(0).owner()))) {
       boolean isResultSet = ps.execute();
-      if (!isResultSet) {
-        throw new IllegalStateException("the lock statement returned no rows");
+      while (!isResultSet) { // past the bounds' update counts
+        if (ps.getUpdateCount() == -1) {
+          throw new IllegalStateException("the lock statement returned no rows");
+        }
+        isResultSet = ps.getMoreResults();
       }
       try (ResultSet rs = ps.getResultSet()) {
         while (rs.next()) {
@@ -241,7 +256,9 @@ public final class ExecuteQueries {
     return results;
   }
 
-  private static final PreparedQuery LOCK_FOR_EXECUTION_AND_SAVEPOINT = LOCK_FOR_EXECUTION.followedBy(SAVEPOINT);
+  private static final PreparedQuery LOCK_FOR_EXECUTION_RESTORED = LOCK_FOR_EXECUTION.followedBy(TxBounds.AFTER_RELOCK);
+  // by savepoint and bounds
+  private static final Map<String, PreparedQuery> BOUNDED_LOCKS = new java.util.concurrent.ConcurrentHashMap<>();
 
   // fenced completion of a batch: one statement shape whatever the batch size
   private static final PreparedQuery COMPLETE_ALL = PreparedQuery.of(completeAllQuery());

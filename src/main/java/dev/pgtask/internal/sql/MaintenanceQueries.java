@@ -58,23 +58,20 @@ public final class MaintenanceQueries {
   private MaintenanceQueries() {}
 
   /**
-   * Takes a pass's lock in the caller's transaction; false when another pass holds it. The same
-   * statement bounds the transaction on the server (statement and idle-in-transaction timeouts), so
-   * a worker frozen in the middle of a pass loses its session and the lock instead of stopping that
-   * pass cluster-wide. It also plans the pass's statements without sequential scans of the task
-   * table and without JIT, as the claims are (see {@code ClaimQueries.GENERIC_PLAN}): a plan the
+   * Takes a pass's lock in the caller's transaction; false when another pass holds it. The caller's
+   * transaction was opened with its server-side bounds ({@link TxBounds#begin}), so a worker frozen
+   * in the middle of a pass loses its session and the lock instead of stopping that pass
+   * cluster-wide. The same statement plans the pass's statements without sequential scans of the
+   * task table and without JIT, as the claims are (see {@code ClaimQueries.GENERIC_PLAN}): a plan the
    * session kept from a pass over an empty table would otherwise read the whole table once it
    * fills up.
    */
-  public static boolean tryPassLock(DSLContext tx, int namespace, int key, Duration serverTimeout) {
-    String ms = Long.toString(serverTimeout.toMillis());
+  public static boolean tryPassLock(DSLContext tx, int namespace, int key) {
     return Boolean.TRUE.equals(tx.select(
-            DSL.function("set_config", SQLDataType.CLOB, DSL.inline("statement_timeout"), DSL.val(ms), DSL.inline(true)),
-            DSL.function("set_config", SQLDataType.CLOB, DSL.inline("idle_in_transaction_session_timeout"), DSL.val(ms), DSL.inline(true)),
             DSL.function("set_config", SQLDataType.CLOB, DSL.inline("enable_seqscan"), DSL.inline("off"), DSL.inline(true)),
             DSL.function("set_config", SQLDataType.CLOB, DSL.inline("jit"), DSL.inline("off"), DSL.inline(true)),
             DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, DSL.val(namespace), DSL.val(key)))
-        .fetchOne().value5());
+        .fetchOne().value3());
   }
 
   /**
