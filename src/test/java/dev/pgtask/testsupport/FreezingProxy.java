@@ -30,6 +30,7 @@ public final class FreezingProxy implements AutoCloseable {
   // the armed freeze: {marker or null, trigger text}; taken by the connection that freezes
   private final AtomicReference<String[]> armed = new AtomicReference<>();
   private final AtomicInteger frozen = new AtomicInteger();
+  private final AtomicInteger answersLost = new AtomicInteger();
   private volatile boolean closed;
 
   private FreezingProxy(String targetHost, int targetPort) throws IOException {
@@ -66,6 +67,21 @@ public final class FreezingProxy implements AutoCloseable {
     armed.set(new String[] {null, text});
   }
 
+  /**
+   * Arms a lost answer: the next client message containing {@code COMMIT}, on a connection that sent
+   * a message containing {@code marker} since its last COMMIT, reaches the server, but nothing the
+   * server sends afterwards reaches the client, and the client's socket is closed: the COMMIT is
+   * done and its answer lost, as when a network breaks at that moment.
+   */
+  public void loseAnswerAtCommit(String marker) {
+    armed.set(new String[] {marker, "COMMIT", "lose-answer"});
+  }
+
+  /** COMMIT answers lost so far ({@link #loseAnswerAtCommit}). */
+  public int answersLost() {
+    return answersLost.get();
+  }
+
   /** Connections frozen so far. */
   public int frozenCount() {
     return frozen.get();
@@ -99,6 +115,7 @@ public final class FreezingProxy implements AutoCloseable {
   /** One proxied connection: both directions stop together. */
   private final class Connection {
     volatile boolean frozenHere;
+    volatile boolean answerLostHere;
     volatile boolean sawMarker;
     // the tail of the client's stream, so that a text split across two reads is still found
     String tail = "";
@@ -120,6 +137,15 @@ public final class FreezingProxy implements AutoCloseable {
               sawMarker = true;
             }
             if (a != null && (a[0] == null || sawMarker) && text.contains(a[1]) && armed.compareAndSet(a, null)) {
+              if (a.length > 2) {
+                // the COMMIT goes through; its answer, and all after it, is lost with the client's socket
+                out.write(buf, 0, n);
+                out.flush();
+                answerLostHere = true;
+                answersLost.incrementAndGet();
+                closeQuietly(from);
+                continue;
+              }
               frozenHere = true;
               frozen.incrementAndGet();
             } else if (text.contains("COMMIT")) {
@@ -127,7 +153,7 @@ public final class FreezingProxy implements AutoCloseable {
               tail = "";
             }
           }
-          if (frozenHere) {
+          if (frozenHere || (answerLostHere && !clientToServer)) {
             continue; // a black hole: read and drop, send nothing, keep both sockets open
           }
           out.write(buf, 0, n);
@@ -136,7 +162,19 @@ public final class FreezingProxy implements AutoCloseable {
       } catch (IOException e) {
         // the other side closed
       } finally {
-        if (!frozenHere) {
+        if (answerLostHere && clientToServer) {
+          // the server side stays open for a while, so that the server runs the COMMIT it received
+          // before it sees the connection end
+          Socket upstream = to;
+          start(() -> {
+            try {
+              Thread.sleep(2_000);
+            } catch (InterruptedException ignored) {
+              // closing now
+            }
+            closeQuietly(upstream);
+          });
+        } else if (!frozenHere) {
           closeQuietly(from);
           closeQuietly(to);
         }

@@ -1017,7 +1017,8 @@ public final class Executor extends Service {
     TaskTransaction.Run probe = !tx.completed.isEmpty() ? tx.completed.get(0)
         : !tx.recorded.isEmpty() ? tx.recorded.get(0) : null;
     try {
-      if (probe == null || ExecuteQueries.stillRunningAs(Sql.using(config.dataSource()), probe.task().fence)) {
+      if (probe == null || config.transactionBounds().inTransaction(config.dataSource(),
+          dsl -> ExecuteQueries.stillRunningAs(dsl, probe.task().fence))) {
         return false;
       }
     } catch (RuntimeException checkFailed) {

@@ -94,12 +94,14 @@ public final class ExecuteQueries {
   }
 
   /**
-   * Whether the task still runs under fence {@code f}, as durable state shows: after a COMMIT whose
-   * answer was lost, false means that COMMIT went through (nothing else changes a running task
-   * within its lease). Locks: none.
+   * Whether the task still runs under fence {@code f}, read once the transaction that holds its row
+   * (if any) has ended: after a COMMIT whose answer was lost, false means that COMMIT went through
+   * (nothing else changes a running task within its lease). Locks: the row, FOR SHARE, so it waits
+   * for a COMMIT still in progress (within the caller's lock_timeout) and holds the row until the
+   * caller's transaction ends.
    */
   public static boolean stillRunningAs(DSLContext dsl, Fence f) {
-    return dsl.fetchExists(dsl.selectOne().from(TASK).where(fenced(f)));
+    return dsl.fetchExists(dsl.selectOne().from(TASK).where(fenced(f)).forShare());
   }
 
   private static Field<String> setLocal(String name, Field<String> value) {
