@@ -19,6 +19,12 @@ import org.slf4j.LoggerFactory;
  * Writes plain-mode completions in batches: one fenced UPDATE and one commit for up to
  * {@value #MAX_BATCH} tasks, at least every {@value #FLUSH_MILLIS} ms. Until written, a completed
  * task stays held here (its lease kept by the {@link LeaseKeeper}); a failed write is tried again.
+ *
+ * <p>Threads: {@link #pending} is guarded by {@link #lock}; written by the executor threads
+ * ({@link #complete}) and by the completer's thread (it takes a batch, and puts back one whose
+ * write failed); at shutdown, after the completer's thread stopped, the shutdown's flush thread
+ * takes what is left. Once a batch is written, the writing thread lets its tasks go
+ * ({@link HeldTasks#finished}: their state becomes {@code DONE}).
  */
 final class Completer extends Service {
 

@@ -22,6 +22,13 @@ import org.slf4j.LoggerFactory;
  * whenever the listener (re)connects, and when a cancellation hint arrives (at most one check per
  * {@value #MIN_CHECK_SPACING_MILLIS} ms, however many hints: a flood costs a bounded number of
  * reads, and a hint changes nothing by itself).
+ *
+ * <p>Threads: {@link #checkRequested} is guarded by {@link #signal}, written by whoever asks for a
+ * check (the producer's thread at each poll, the listener's thread for a hint or a reconnect) and
+ * cleared by the keeper's thread. {@link #sessionRenewalDue} and {@link #sessionRenewedAt} are
+ * written by the listener's thread (the renewal on its session) and read by the keeper's thread,
+ * which renews through the pool only while the session does not. Check and renewal answers are
+ * applied through {@link HeldTasks} (stop requests, lease instants), on the thread that read them.
  */
 final class LeaseKeeper extends Service {
 
