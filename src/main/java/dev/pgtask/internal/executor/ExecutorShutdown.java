@@ -80,7 +80,7 @@ final class ExecutorShutdown {
       if (!threads.awaitUntil(deadline)) {
         // each on a thread of its own: a stop request cancels the running statement, and a cancel
         // request to a server that does not answer waits (pgjdbc's cancelSignalTimeout, 10 s)
-        for (LocalTask t : held.held()) {
+        for (LocalTask t : held.live()) {
           Thread stopper = new Thread(() -> t.requestStop(LocalTask.Stop.SHUTDOWN), "pgtask-stop-" + t.id());
           stopper.setDaemon(true);
           stopper.start();

@@ -7,6 +7,8 @@ import dev.pgtask.internal.sql.ExecuteQueries.HeldState;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -123,8 +125,14 @@ final class HeldTasks {
     return ids;
   }
 
+  /** A copy of the held tasks. */
   List<LocalTask> held() {
     return new ArrayList<>(held.values());
+  }
+
+  /** The held tasks as they come and go (weakly consistent), without a copy. */
+  Collection<LocalTask> live() {
+    return Collections.unmodifiableCollection(held.values());
   }
 
   /** The tasks whose lease must be kept alive: those no transaction of ours has locked. */

@@ -112,7 +112,7 @@ final class PlainRun {
     List<LocalTask> batch = new ArrayList<>();
     batch.add(t);
     if (listeningSince.getAsLong() != 0) {
-      for (LocalTask other : held.held()) {
+      for (LocalTask other : held.live()) {
         if (other != t && other.plain && other.state() == LocalTask.State.WAITING && batch.size() < 500
             && !mayStartWithoutCheck(other)) {
           batch.add(other);
