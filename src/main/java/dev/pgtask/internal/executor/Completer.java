@@ -19,6 +19,12 @@ import org.slf4j.LoggerFactory;
  * Writes plain-mode completions in batches: one fenced UPDATE and one commit for up to
  * {@value #MAX_BATCH} tasks, at least every {@value #FLUSH_MILLIS} ms. Until written, a completed
  * task stays held here (its lease kept by the {@link LeaseKeeper}); a failed write is tried again.
+ *
+ * <p>Threads: {@link #pending} is guarded by {@link #lock}; written by the executor threads
+ * ({@link #complete}) and by the completer's thread (it takes a batch, and puts back one whose
+ * write failed); at shutdown, after the completer's thread stopped, the shutdown's flush thread
+ * takes what is left. Once a batch is written, the writing thread lets its tasks go
+ * ({@link HeldTasks#finished}: their state becomes {@code DONE}).
  */
 final class Completer extends Service {
 
@@ -31,16 +37,16 @@ final class Completer extends Service {
 
   private final WorkerConfig config;
   private final OutcomeWriter writer;
-  private final Executor executor;
+  private final HeldTasks held;
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition nonEmpty = lock.newCondition();
   private List<Pending> pending = new ArrayList<>(); // guarded by lock
 
-  Completer(WorkerConfig config, OutcomeWriter writer, Executor executor) {
+  Completer(WorkerConfig config, OutcomeWriter writer, HeldTasks held) {
     super("pgtask-completer-" + config.workerId(), 1);
     this.config = config;
     this.writer = writer;
-    this.executor = executor;
+    this.held = held;
   }
 
   void complete(LocalTask t, long startNanos) {
@@ -135,13 +141,13 @@ final class Completer extends Service {
           Pending p = part.get(i);
           // the statement reports how many, not which: the fenced-out ones (rare) are counted last
           writer.count(p.task(), new Outcome.Completed(), i < done ? TaskState.completed : null, p.startNanos());
-          executor.finished(p.task());
+          held.finished(p.task());
         }
       } catch (SQLException | RuntimeException e) {
         if (!retry) {
           log.warn("pgtask: recording {} completion(s) at shutdown failed ({}); those tasks run again after their lease",
               part.size(), e.getMessage());
-          part.forEach(p -> executor.finished(p.task()));
+          part.forEach(p -> held.finished(p.task()));
           continue;
         }
         log.warn("pgtask: recording {} completion(s) failed ({}); retrying", part.size(), e.getMessage());

@@ -4,16 +4,15 @@ import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Runs claimed tasks in the calling thread, each exactly as an executor thread runs a task taken
- * alone: the same {@link Executor#runOne} path (its {@link TaskTransaction}: fenced re-lock, tenant
- * lock, savepoint, handler, completion and COMMIT, or back to the savepoint and the outcome written
- * by {@link OutcomeWriter} under the task's locks), the same watchdog, the same outcomes
- * ({@link Outcomes}). Plain-mode completions are written before {@link #run} returns. For
+ * alone: the same {@link Executor#runOne} path ({@link Executor#runOnCaller}; its
+ * {@link TaskTransaction}: fenced re-lock, tenant lock, savepoint, handler, completion and COMMIT,
+ * or back to the savepoint and the outcome written by {@link OutcomeWriter} under the task's
+ * locks), the same watchdog, the same outcomes ({@link Outcomes}). Plain-mode completions are written before {@link #run} returns. For
  * {@code dev.pgtask.testing}; the executor's own threads are never started.
  *
  * <p>Owned by one thread at a time; not thread-safe.
@@ -33,7 +32,7 @@ public final class DirectRun implements AutoCloseable {
   /** {@code config}: the worker's, with its lock namespace resolved. */
   public DirectRun(WorkerConfig config) {
     this.executor = new Executor(config, new WorkerStats());
-    executor.writer.observe(this::counted);
+    executor.observe(this::counted);
   }
 
   private void counted(LocalTask t, Outcome o, TaskState result) {
@@ -55,26 +54,7 @@ public final class DirectRun implements AutoCloseable {
 
   /** Runs one task claimed with the config's worker id; returns how its attempt ended. */
   public Ran run(Claimed claimed) {
-    executor.claimStarting();
-    LocalTask t = executor.register(List.of(claimed), System.nanoTime()).get(0);
-    Executor.Worker w = executor.new Worker();
-    try {
-      // a plain task whose start could not be checked waits for its next turn: give it a few
-      for (int turn = 0; turn < 5; turn++) {
-        Executor.withMdc(t, () -> executor.runOne(w, t, true));
-        while (!w.alone.isEmpty()) {
-          LocalTask again = w.alone.poll();
-          Executor.withMdc(again, () -> executor.runOne(w, again, true));
-        }
-        executor.commit(w);
-        if (!executor.ready.remove(t)) {
-          break;
-        }
-      }
-      executor.completer.flushRemaining();
-    } finally {
-      Thread.interrupted(); // an interrupt meant for the handler must not reach the caller
-    }
+    LocalTask t = executor.runOnCaller(claimed);
     Ran ran = counted.remove(t.id());
     return ran != null ? ran : new Ran(t.id(), claimed.kind(), claimed.attempt(), "lost", null);
   }
@@ -82,6 +62,6 @@ public final class DirectRun implements AutoCloseable {
   /** Stops the watchdog thread. */
   @Override
   public void close() {
-    executor.watchdog.shutdownNow();
+    executor.closeDirect();
   }
 }

@@ -22,6 +22,13 @@ import org.slf4j.LoggerFactory;
  * whenever the listener (re)connects, and when a cancellation hint arrives (at most one check per
  * {@value #MIN_CHECK_SPACING_MILLIS} ms, however many hints: a flood costs a bounded number of
  * reads, and a hint changes nothing by itself).
+ *
+ * <p>Threads: {@link #checkRequested} is guarded by {@link #signal}, written by whoever asks for a
+ * check (the producer's thread at each poll, the listener's thread for a hint or a reconnect) and
+ * cleared by the keeper's thread. {@link #sessionRenewalDue} and {@link #sessionRenewedAt} are
+ * written by the listener's thread (the renewal on its session) and read by the keeper's thread,
+ * which renews through the pool only while the session does not. Check and renewal answers are
+ * applied through {@link HeldTasks} (stop requests, lease instants), on the thread that read them.
  */
 final class LeaseKeeper extends Service {
 
@@ -29,14 +36,14 @@ final class LeaseKeeper extends Service {
   static final long MIN_CHECK_SPACING_MILLIS = 20;
 
   private final WorkerConfig config;
-  private final Executor executor;
+  private final HeldTasks heldTasks;
   private final Object signal = new Object();
   private boolean checkRequested; // guarded by signal
 
-  LeaseKeeper(WorkerConfig config, Executor executor) {
+  LeaseKeeper(WorkerConfig config, HeldTasks heldTasks) {
     super("pgtask-leases-" + config.workerId(), 1);
     this.config = config;
-    this.executor = executor;
+    this.heldTasks = heldTasks;
   }
 
   /** Asks for a check of the held tasks soon (a hint arrived, or the listener reconnected). */
@@ -117,26 +124,26 @@ final class LeaseKeeper extends Service {
       // nothing held without a transaction: nothing to renew, no round of its own
       @Override
       public long dueAt() {
-        return executor.heldWithoutTransaction().isEmpty() ? System.nanoTime() + every() : sessionRenewalDue;
+        return heldTasks.heldWithoutTransaction().isEmpty() ? System.nanoTime() + every() : sessionRenewalDue;
       }
 
       @Override
       public boolean runsInRoundAt(long now) {
-        return sessionRenewalDue - now <= every() / 3 && !executor.heldWithoutTransaction().isEmpty();
+        return sessionRenewalDue - now <= every() / 3 && !heldTasks.heldWithoutTransaction().isEmpty();
       }
 
       @Override
       public Runnable run(DSLContext tx, long now) {
         sessionRenewalDue = now + every();
-        List<LocalTask> held = executor.heldWithoutTransaction();
+        List<LocalTask> held = heldTasks.heldWithoutTransaction();
         long sent = System.nanoTime();
         if (held.isEmpty()) {
           return null;
         }
-        Map<Long, Boolean> found = ExecuteQueries.extendLeases(tx, Executor.fences(held), config.leaseDuration());
+        Map<Long, Boolean> found = ExecuteQueries.extendLeases(tx, HeldTasks.fences(held), config.leaseDuration());
         return () -> {
           sessionRenewedAt = sent;
-          executor.renewed(held, found, sent, false);
+          heldTasks.renewed(held, found, sent, false);
         };
       }
     };
@@ -148,32 +155,32 @@ final class LeaseKeeper extends Service {
     if (onSession != 0 && System.nanoTime() - onSession < every() + every() / 2) {
       return;
     }
-    List<LocalTask> held = executor.heldWithoutTransaction();
+    List<LocalTask> held = heldTasks.heldWithoutTransaction();
     if (held.isEmpty()) {
       return;
     }
     long sent = System.nanoTime();
     try {
-      executor.renewed(held, config.transactionBounds().inTransaction(config.dataSource(),
-          tx -> ExecuteQueries.extendLeases(tx, Executor.fences(held), config.leaseDuration())), sent, false);
+      heldTasks.renewed(held, config.transactionBounds().inTransaction(config.dataSource(),
+          tx -> ExecuteQueries.extendLeases(tx, HeldTasks.fences(held), config.leaseDuration())), sent, false);
     } catch (RuntimeException e) {
       log.warn("pgtask: renewing the leases of {} task(s) failed: {}", held.size(), e.getMessage());
     }
   }
 
-  /** Reads what happened to the held tasks, and tells the executor. */
+  /** Reads what happened to the held tasks, and tells the heldTasks. */
   void check() {
-    List<LocalTask> held = executor.held();
-    if (held.isEmpty() && !executor.claimInFlight()) {
-      executor.apply(Map.of(), executor.checkStarting()); // nothing held, nothing on its way: nothing to read
+    List<LocalTask> held = heldTasks.held();
+    if (held.isEmpty() && !heldTasks.claimInFlight()) {
+      heldTasks.apply(Map.of(), heldTasks.checkStarting()); // nothing held, nothing on its way: nothing to read
       return;
     }
-    long started = executor.checkStarting();
+    long started = heldTasks.checkStarting();
     List<Fence> fences = new ArrayList<>(held.size());
     held.forEach(t -> fences.add(t.fence));
     try {
       Map<Long, ExecuteQueries.Held> found = ExecuteQueries.checkHeld(Sql.using(config.dataSource()), config.workerId(), fences);
-      executor.apply(found, started);
+      heldTasks.apply(found, started);
     } catch (Exception e) {
       log.warn("pgtask: reading the cancel requests of this worker's tasks failed ({}); trying again at the next check",
           e.getMessage());

@@ -15,10 +15,21 @@ import org.slf4j.LoggerFactory;
  * One task claimed by this worker, from its claim until its outcome is written: its lifecycle
  * state, the stop requested of it, and (while its handler runs) the context the handler sees.
  *
- * <p>Ownership: the state is written only by the executor thread that has taken the task (the
- * claim hands it over in {@link State#WAITING}); every other thread (listener, watchdog, held-task
- * check, shutdown) only sends it a stop request through {@link #requestStop}, which also interrupts
- * the handler and cancels its running statement when the task is {@link State#RUNNING}.
+ * <p>Ownership of {@link #state}: one writer at a time, handed over. The claim creates it
+ * {@link State#WAITING} (the producer's thread, or a direct run's caller) and hands it over through
+ * {@link Intake#ready}. The executor thread that takes it writes {@link State#LOCKED},
+ * {@link State#RUNNING}, {@link State#FINISHING} and back to {@link State#WAITING}
+ * ({@link #requeued}). {@link State#DONE} is written by {@link HeldTasks#finished}, on whichever
+ * thread lets the task go: its executor thread; the completer's thread (at shutdown, the
+ * shutdown's flush thread) once a plain task's completion is written or given up (the executor
+ * thread let go of it when it handed it to {@link Completer#complete}, whose lock orders the two);
+ * or, for a task no executor thread took, the producer's thread (a claim handed over after the
+ * executor closed) or the shutdown's release thread. Every other thread (listener, watchdog, lease keeper, held-task check, shutdown) only
+ * sends it a stop request through {@link #requestStop}, which also interrupts the handler and
+ * cancels its running statement when the task is {@link State#RUNNING}. {@link #leaseFromNanos} is
+ * written by whoever renews its lease (the lease keeper, the listener's thread after a renewal on
+ * its session, an executor thread: see {@link HeldTasks#renewed}); {@link #suspect} by the
+ * listener's hints and by the executor thread that checks a plain task's start.
  */
 final class LocalTask implements TaskContext {
 
@@ -49,14 +60,14 @@ final class LocalTask implements TaskContext {
   final boolean plain;
   private final String workerId;
 
-  // written by the owner thread; read by others (lease keeping, views of what runs here)
+  // written as the class comment says (one writer at a time); read by others (lease keeping, views of what runs here)
   private volatile State state = State.WAITING;
-  // written by the lease keeper: when the last lease renewal that covered this task was sent
+  // written by whoever renewed its lease (lease keeper, listener, executor thread): when the last renewal that covered it was sent
   private volatile long leaseFromNanos;
-  // written by the listener: a cancellation hint named this task; its start is checked first
+  // written by the listener (a hint named this task) and the executor thread checking a plain start; its start is checked first
   private volatile boolean suspect;
 
-  // whether the executor still counts it against its capacity; cleared once (see Executor.freeSlot)
+  // whether the executor still counts it against its capacity; cleared once (see Capacity.freeSlot)
   private final java.util.concurrent.atomic.AtomicBoolean slot = new java.util.concurrent.atomic.AtomicBoolean(true);
 
   // guarded by this
@@ -115,7 +126,7 @@ final class LocalTask implements TaskContext {
     this.state = State.WAITING;
   }
 
-  /** Owner thread: the outcome is written. */
+  /** The thread that lets the task go ({@link HeldTasks#finished}): the outcome is written, or it was lost. */
   void done() {
     state = State.DONE;
   }

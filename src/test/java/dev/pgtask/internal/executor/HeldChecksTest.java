@@ -46,16 +46,18 @@ class HeldChecksTest {
   @Test
   void anAnswerAboutAnEarlierAttemptDoesNotStopTheAttemptHeldNow() {
     PgTaskWorker w = PgTaskWorker.builder(queue.pool()).concurrency(2).handler("held.k", (ctx, p) -> { }).build();
-    Executor executor = new Executor(WorkerAccess.config(w), new WorkerStats());
-    executor.claimStarting();
-    LocalTask second = executor.register(List.of(claimed(41, 2)), System.nanoTime()).get(0);
+    dev.pgtask.internal.WorkerConfig config = WorkerAccess.config(w);
+    HeldTasks held = new HeldTasks(config, new KindSettings(config, new Outcomes(config)), new Capacity(config),
+        new OutcomeWriter(config, new WorkerStats()));
+    held.claimStarting();
+    LocalTask second = held.register(List.of(claimed(41, 2)), System.nanoTime()).get(0);
 
-    executor.apply(Map.of(41L, new Held(HeldState.GONE, 1)), executor.checkStarting());
+    held.apply(Map.of(41L, new Held(HeldState.GONE, 1)), held.checkStarting());
     assertThat(second.stopReason()).as("attempt 2 after an answer that attempt 1 is gone").isEqualTo(LocalTask.Stop.NONE);
-    executor.apply(Map.of(41L, new Held(HeldState.CANCEL_REQUESTED, 1)), executor.checkStarting());
+    held.apply(Map.of(41L, new Held(HeldState.CANCEL_REQUESTED, 1)), held.checkStarting());
     assertThat(second.stopReason()).as("attempt 2 after a cancel request of attempt 1").isEqualTo(LocalTask.Stop.NONE);
 
-    executor.apply(Map.of(41L, new Held(HeldState.GONE, 2)), executor.checkStarting());
+    held.apply(Map.of(41L, new Held(HeldState.GONE, 2)), held.checkStarting());
     assertThat(second.stopReason()).as("attempt 2 after an answer that attempt 2 is gone").isEqualTo(LocalTask.Stop.LOST);
   }
 
