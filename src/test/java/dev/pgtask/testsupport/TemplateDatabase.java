@@ -178,8 +178,14 @@ final class TemplateDatabase {
     }
   }
 
-  /** At JVM exit: drops the template, then closes the holder session. */
+  /**
+   * At JVM exit: drops the template, then closes the holder session. An embedded server the suite
+   * started is stopped and deleted at the same exit, template and all.
+   */
   private synchronized void drop() {
+    if (server.embedded != null) {
+      return;
+    }
     try {
       server.execAdmin("DROP DATABASE IF EXISTS " + name);
     } catch (RuntimeException e) {

@@ -41,7 +41,8 @@ import javax.sql.DataSource;
  * template database that this JVM migrated once with the real migrations ({@link TemplateDatabase});
  * {@link #close()} drops it. {@code create(label, false)} makes an empty database (tests of the
  * migrations themselves), and {@link #createOn} migrates its one database on a test's own server
- * directly.
+ * directly; {@code -Dpgtask.test.template=false} migrates every database directly, as before the
+ * template.
  */
 public final class TestDatabase implements AutoCloseable {
 
@@ -96,7 +97,8 @@ public final class TestDatabase implements AutoCloseable {
     if (name.length() > 63) {
       name = name.substring(0, 54) + name.substring(name.length() - 9);
     }
-    if (migrate && !ownServer) {
+    boolean fromTemplate = migrate && !ownServer && !"false".equals(System.getProperty("pgtask.test.template"));
+    if (fromTemplate) {
       TemplateDatabase.of(s).copyTo(name);
     } else {
       s.execAdmin("CREATE DATABASE " + name);
@@ -111,7 +113,7 @@ public final class TestDatabase implements AutoCloseable {
     config.setPoolName("test-" + name);
     HikariDataSource ds = new HikariDataSource(config);
     TestDatabase db = new TestDatabase(s, name, url, ds);
-    if (migrate && ownServer) {
+    if (migrate && !fromTemplate) {
       Migrations.apply(ds);
     }
     return db;
