@@ -9,6 +9,8 @@ import static org.awaitility.Awaitility.await;
 import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.TestDatabase;
 import dev.pgtask.testsupport.WorkerProcess;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,11 +23,26 @@ import org.junit.jupiter.api.Test;
  * not stop everyone else's rescue: the pass's transaction holds the cluster-wide rescue lock
  * {@code (namespace, -1)}, and like a task transaction it carries a server-side timeout
  * ({@code Maintenance.PASS_SERVER_TIMEOUT}), so the server ends the frozen session and its lock.
+ *
+ * <p>The freeze lands inside a pass by construction, not by chance: "stuck" is made the
+ * maintenance leader before any other worker starts (only the leader runs rescue rounds, on its
+ * listener's session or on the pool), and the test then holds a SHARE lock on
+ * {@code pgtask.cancel_request}, which the rescue round's DELETE of stale cancel requests waits
+ * for, after the round took the rescue lock (and rescued what it found, which rolls back with it).
+ * Once the leader's session is seen holding the rescue lock while it waits for the test, the worker
+ * is frozen and the test's lock released: the frozen session finishes its statement and then sits
+ * idle inside the pass's transaction, holding the rescue lock and the lease row, as a worker frozen
+ * between two statements of a pass does.
  */
 class ZombieRescuePassIT {
 
   /** What a frozen pass adds at most: its transaction's server-side timeout. */
   static final Duration PASS_TIMEOUT = Duration.ofSeconds(5);
+
+  /** Sessions of worker "stuck" (pool or listener) holding the rescue lock {@code (namespace, -1)}. */
+  static final String STUCK_HOLDS_RESCUE_LOCK = "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+      + "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.objid = 4294967295 "
+      + "AND a.application_name IN ('pgtask stuck', 'pgtask listen stuck')";
 
   static TestDatabase db;
   static Db sql;
@@ -45,11 +62,15 @@ class ZombieRescuePassIT {
   void aWorkerFrozenInsideARescuePassDoesNotStopOtherWorkersRescuing() throws Exception {
     List<WorkerProcess> workers = new ArrayList<>();
     try {
-      // "stuck" claims nothing (its own queue) and runs a rescue pass every 50 ms: we freeze it inside one
-      WorkerProcess stuck = WorkerProcess.start(db, "stuck", Faults.args("stuck", "--queue", "elsewhere",
-          "--rescue-interval", "50ms"));
+      // "stuck" claims nothing (its own queue); started alone, it takes the maintenance lease and
+      // keeps it (it renews every beat, 1 s, for three beats)
+      WorkerProcess stuck = WorkerProcess.start(db, "stuck", Faults.args("stuck", "--queue", "elsewhere"));
+      workers.add(stuck);
+      await("'stuck' leads maintenance").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(100))
+          .ignoreExceptions()
+          .until(() -> "stuck".equals(sql.text("SELECT holder FROM pgtask.maintenance_lease WHERE lease_until > clock_timestamp()")));
       WorkerProcess victim = WorkerProcess.start(db, "victim", Faults.args("victim"));
-      workers.addAll(List.of(stuck, victim));
+      workers.add(victim);
       long task = Long.parseLong(sql.text("SELECT pgtask.enqueue('demo.record', '{\"ms\": 2000}')"));
       await("victim executing").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(20))
           .until(() -> Faults.executingOn(sql, "victim") == 1);
@@ -58,23 +79,27 @@ class ZombieRescuePassIT {
       WorkerProcess rescuer = WorkerProcess.start(db, "rescuer", Faults.args("rescuer"));
       workers.add(rescuer);
 
-      String holder = "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-          + "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.objid = 4294967295 "
-          + "AND a.application_name = 'pgtask stuck'";
-      boolean caught = false;
-      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-      while (!caught && System.nanoTime() < deadline) {
-        if (sql.count(holder) == 1) {
-          stuck.signal("STOP");
-          caught = sql.count(holder) == 1;
-          if (!caught) {
-            stuck.signal("CONT");
-          }
+      try (Connection gate = db.connect(); Statement st = gate.createStatement()) {
+        gate.setAutoCommit(false);
+        st.execute("LOCK TABLE pgtask.cancel_request IN SHARE MODE");
+        long gatePid;
+        try (var rs = st.executeQuery("SELECT pg_backend_pid()")) {
+          rs.next();
+          gatePid = rs.getLong(1);
         }
+        String waiting = "SELECT count(*) " + STUCK_HOLDS_RESCUE_LOCK + " AND " + gatePid + " = ANY (pg_blocking_pids(a.pid))";
+        // the leader's next rescue round (within a beat) takes the rescue lock and then waits for the gate
+        await("'stuck' inside a rescue pass, holding the rescue lock").atMost(Duration.ofSeconds(30))
+            .pollInterval(Duration.ofMillis(20)).until(() -> sql.count(waiting) == 1);
+        stuck.signal("STOP");
+        assertThat(sql.count(waiting)).as("'stuck' frozen while its pass holds the rescue lock").isEqualTo(1);
+        gate.commit();
       }
-      assertThat(caught).as("froze 'stuck' inside a rescue pass within 60 s").isTrue();
       System.out.println("zombie rescue pass: 'stuck' frozen while holding the rescue lock");
 
+      await("the server ends the frozen pass's session").atMost(PASS_TIMEOUT.plus(SLACK)).pollInterval(Duration.ofMillis(100))
+          .until(() -> sql.count("SELECT count(*) " + STUCK_HOLDS_RESCUE_LOCK) == 0);
+      assertThat(stuck.isAlive()).as("'stuck' still frozen, not dead").isTrue();
       Faults.awaitUp(sql, "rescuer");
       double recovery = Faults.awaitRescued(sql, "victim", death, LEASE.plus(RESCUE).plus(PASS_TIMEOUT).plus(SLACK)
           .plus(Duration.ofSeconds(10)));

@@ -37,8 +37,12 @@ import javax.sql.DataSource;
  *       fails at once and says why and how to provide a server.</li>
  * </ol>
  * The chosen server is printed in one line.
- * Each {@link #create(String)} makes a fresh database named after the test class, migrated with
- * the real migrations; {@link #close()} drops it.
+ * Each {@link #create(String)} makes a fresh database named after the test class, a copy of a
+ * template database that this JVM migrated once with the real migrations ({@link TemplateDatabase});
+ * {@link #close()} drops it. {@code create(label, false)} makes an empty database (tests of the
+ * migrations themselves), and {@link #createOn} migrates its one database on a test's own server
+ * directly; {@code -Dpgtask.test.template=false} migrates every database directly, as before the
+ * template.
  */
 public final class TestDatabase implements AutoCloseable {
 
@@ -63,7 +67,7 @@ public final class TestDatabase implements AutoCloseable {
 
   /** Creates a fresh database; migrates it when {@code migrate} is true. */
   public static TestDatabase create(String label, boolean migrate) {
-    return create(server(), label, migrate);
+    return create(server(), label, migrate, false);
   }
 
   /**
@@ -71,7 +75,7 @@ public final class TestDatabase implements AutoCloseable {
    * restarts), instead of the suite's server.
    */
   public static TestDatabase createOn(EmbeddedPostgres pg, String label) {
-    return create(Server.of(pg), label, true);
+    return create(Server.of(pg), label, true, true);
   }
 
   /**
@@ -83,13 +87,22 @@ public final class TestDatabase implements AutoCloseable {
     return choice == null || choice.isBlank() ? EmbeddedPostgres.Binaries.classpath() : binaries(choice.trim());
   }
 
-  private static TestDatabase create(Server s, String label, boolean migrate) {
+  /**
+   * {@code ownServer}: a server the test started itself, which gets one database: migrated
+   * directly; on the suite's servers a migrated database is a copy of the JVM's template.
+   */
+  private static TestDatabase create(Server s, String label, boolean migrate, boolean ownServer) {
     String name = ("pgtask_t_" + label.replaceAll("[^A-Za-z0-9]", "_") + "_"
             + UUID.randomUUID().toString().substring(0, 8)).toLowerCase(Locale.ROOT);
     if (name.length() > 63) {
       name = name.substring(0, 54) + name.substring(name.length() - 9);
     }
-    s.execAdmin("CREATE DATABASE " + name);
+    boolean fromTemplate = migrate && !ownServer && !"false".equals(System.getProperty("pgtask.test.template"));
+    if (fromTemplate) {
+      TemplateDatabase.of(s).copyTo(name);
+    } else {
+      s.execAdmin("CREATE DATABASE " + name);
+    }
     String url = s.urlFor(name);
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(url);
@@ -100,7 +113,7 @@ public final class TestDatabase implements AutoCloseable {
     config.setPoolName("test-" + name);
     HikariDataSource ds = new HikariDataSource(config);
     TestDatabase db = new TestDatabase(s, name, url, ds);
-    if (migrate) {
+    if (migrate && !fromTemplate) {
       Migrations.apply(ds);
     }
     return db;
@@ -213,6 +226,8 @@ public final class TestDatabase implements AutoCloseable {
     final String password;
     /** The embedded server behind this, when the suite started one. */
     EmbeddedPostgres embedded;
+    /** The migrated template of this server for this JVM, once made (see {@link TemplateDatabase}). */
+    TemplateDatabase template;
 
     Server(String baseUrl, String query, String adminDb, String user, String password) {
       this.baseUrl = baseUrl;

@@ -48,9 +48,9 @@ class LocalWakeTest {
         .handler("wake.probe", JsonNode.class, (ctx, p) -> started.add(p.get("name").asText()))
         .build()
         .start();
-    // the worker claims once when its listener connects; after that only a wake-up makes it claim
+    // the worker claims once at start, once its listener listens; after that only a wake-up makes it claim
     await().atMost(Duration.ofSeconds(10)).until(this::listenerConnected);
-    Thread.sleep(500);
+    await("the claim at start returned").atMost(Duration.ofSeconds(10)).until(() -> worker.lastClaimAt() != null);
   }
 
   @AfterEach
@@ -101,6 +101,7 @@ class LocalWakeTest {
       PgTask.create(pool).enqueue(tx, probe("caller's transaction", TaskOptions.defaults()));
       tx.commit();
     }
+    // an absence, proved with a bounded wait: a worker that was woken starts a task within milliseconds
     Thread.sleep(2_000);
     assertThat(started).as("tasks started without a notification").isEmpty();
 
@@ -126,7 +127,8 @@ class LocalWakeTest {
         .handler("wake.probe", JsonNode.class, (ctx, p) -> started.add(p.get("name").asText()))
         .build()
         .start()) {
-      Thread.sleep(500); // the claim loop's first pass at start is over
+      await("the claim loop's first pass at start is over").atMost(Duration.ofSeconds(10))
+          .until(() -> gated.lastClaimAt() != null);
       PgTask.create(pool).enqueue(probe("gated", TaskOptions.defaults().withQueue("gated")));
       await().atMost(Duration.ofSeconds(5)).until(() -> started.contains("gated"));
       gate.countDown();

@@ -13,6 +13,7 @@ import dev.pgtask.TaskNotFoundException;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.TaskStateException;
 import dev.pgtask.testsupport.Leaks;
+import dev.pgtask.testsupport.LogCapture;
 import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -144,8 +145,14 @@ class TaskOperationsTest {
         assertThatThrownBy(() -> st.executeQuery("SELECT 1 FROM pgtask.task WHERE id = " + target + " FOR UPDATE NOWAIT"))
             .as("locking the target's row").hasMessageContaining("could not obtain lock");
       }
-      assertThat(queue.pgtask().cancel(target)).isEqualTo(CancelResult.CANCEL_REQUESTED);
-      Thread.sleep(500); // the control notification reaches the worker
+      try (LogCapture log = LogCapture.start()) {
+        assertThat(queue.pgtask().cancel(target)).isEqualTo(CancelResult.CANCEL_REQUESTED);
+        // the worker heard the notification and verified the request: the task it locked ahead is told to stop
+        java.util.regex.Pattern stopping = java.util.regex.Pattern.compile(
+            "pgtask: task " + target + " attempt \\d+: cancellation requested; stopping it");
+        await("the worker stops task " + target).atMost(Duration.ofSeconds(10))
+            .until(() -> stopping.matcher(log.text()).find());
+      }
       unblock.countDown();
       await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(target)) && "completed".equals(state(last)));
       assertThat(ran).as("handlers that ran").containsExactlyInAnyOrder(first, blocker, last);
