@@ -31,9 +31,10 @@ class CliEscapingTest {
     String kind = "kind" + EVIL;
     String tenant = "tenant" + EVIL;
     id = sql.count("SELECT pgtask.enqueue(kind => " + literal(kind) + ", tenant => " + literal(tenant) + ")");
-    // a second task of the tenant, due and waiting behind the first; the first failed with an evil error
-    sql.count("SELECT pgtask.enqueue(kind => " + literal(kind) + ", tenant => " + literal(tenant) + ")");
-    sql.exec("UPDATE pgtask.task SET state = 'retryable', attempt = 1, errors = jsonb_build_array(jsonb_build_object("
+    // a task of another tenant, due (no worker serves its queue); the first failed with an evil error, retrying later
+    sql.count("SELECT pgtask.enqueue(kind => " + literal(kind) + ", tenant => " + literal("other" + tenant) + ")");
+    sql.exec("UPDATE pgtask.task SET state = 'retryable', attempt = 1, run_at = now() + interval '1 hour', "
+        + "errors = jsonb_build_array(jsonb_build_object("
         + "'attempt', 1, 'at', now(), 'error', " + literal("boom" + EVIL) + ", 'worker', " + literal("w" + EVIL)
         + ")) WHERE id = " + id);
   }
