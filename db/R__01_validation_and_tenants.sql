@@ -10,12 +10,15 @@
 -- is depth 1); max_number_length, the digits of one number (not the sign, the point, nor the 0
 -- before the point of a number below 1); max_name_length and
 -- max_string_length, the UTF-16 code units of one property name or string value once unescaped.
--- Immutable and constant, so a call in a query is evaluated once, when the query is planned.
+-- Jackson's own default name limit (50,000) is raised to the string limit: a payload is bounded by
+-- pgtask.settings.max_payload_bytes anyway, and below 20 MB no name or string can break a limit, so
+-- enqueue never walks the names of an ordinary payload (a walk of every key costs tens of ms per
+-- 100 kB). Immutable and constant, so a call in a query is evaluated once, when the query is planned.
 CREATE OR REPLACE FUNCTION pgtask.payload_limits(
   OUT max_depth integer, OUT max_number_length integer, OUT max_name_length integer, OUT max_string_length integer)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-  SELECT 1000, 1000, 50000, 20000000
+  SELECT 1000, 1000, 20000000, 20000000
 $$;
 
 -- The longest JSON text (in bytes, which are never fewer than characters) that cannot break any of
@@ -47,23 +50,30 @@ AS $$
 $$;
 
 -- NULL when a worker can read the payload, else "<constraint>|<message>" naming the limit it breaks
--- (pgtask.payload_limits). p_text_bytes: octet_length(p_payload::text), which the caller has. Walks
--- the payload (jsonpath, in C) once per kind of limit the text is long enough to break. Never
--- mentions the payload's contents.
-CREATE OR REPLACE FUNCTION pgtask.payload_limit_error(p_payload jsonb, p_text_bytes integer) RETURNS text
+-- (pgtask.payload_limits). p_text: p_payload::text, which the caller has. Walks the payload
+-- (jsonpath, in C) once per kind of limit the text is long enough to break, after a cheaper test
+-- that rules most payloads out. Never mentions the payload's contents.
+DROP FUNCTION IF EXISTS pgtask.payload_limit_error(jsonb, integer);
+CREATE OR REPLACE FUNCTION pgtask.payload_limit_error(p_payload jsonb, p_text text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   l record;
   v_len bigint;
+  p_text_bytes integer := octet_length(p_text);
 BEGIN
   SELECT * INTO l FROM pgtask.payload_limits();
-  IF p_text_bytes > 2 * l.max_depth + 1 THEN
+  -- The payload object is depth 1, so a container at jsonpath level max_depth is one too deep. An
+  -- unfiltered .** costs a few ms per MB; with a filter it costs a hundred times more, so the
+  -- filter runs only when something lies at level max_depth: too deep for sure when something lies
+  -- deeper, else when an (empty) container lies there.
+  IF p_text_bytes > 2 * l.max_depth + 1
+     AND jsonb_path_exists(p_payload, ('strict $.**{' || l.max_depth::text || ' to last}')::jsonpath) THEN
     BEGIN
-      -- the payload object is depth 1, so a container at jsonpath level max_depth is one too deep
-      IF jsonb_path_exists(p_payload, ('strict $.**{' || l.max_depth::text
-                           || ' to last} ? (@.type() == "object" || @.type() == "array")')::jsonpath) THEN
+      IF jsonb_path_exists(p_payload, ('strict $.**{' || (l.max_depth + 1)::text || ' to last}')::jsonpath)
+         OR jsonb_path_exists(p_payload, ('strict $.**{' || l.max_depth::text
+                              || '} ? (@.type() == "object" || @.type() == "array")')::jsonpath) THEN
         RETURN 'task_payload_depth|payload nests objects and arrays more than ' || l.max_depth::text
                || ' deep, the limit is ' || l.max_depth::text || ' (pgtask.payload_limits().max_depth)';
       END IF;
@@ -73,7 +83,12 @@ BEGIN
              || ' deep, the limit is ' || l.max_depth::text || ' (pgtask.payload_limits().max_depth)';
     END;
   END IF;
-  IF p_text_bytes > l.max_number_length THEN
+  -- A number of more digits than the limit has a run of more than half the limit of them (before
+  -- or after its point): a regular expression finds such a run in a few ms per MB, and only then are
+  -- the numbers taken out and counted.
+  IF p_text_bytes > l.max_number_length
+     AND p_text ~ (repeat('[0-9]{250}', (l.max_number_length / 2 + 1) / 250)
+                  || '[0-9]{' || ((l.max_number_length / 2 + 1) % 250)::text || '}') THEN
     -- digits as Jackson counts them: not the sign, not the point, not the 0 before the point of
     -- a number below 1 (PostgreSQL prints numbers without an exponent)
     SELECT max(length(translate(regexp_replace(n::text, '^-?0\.', ''), '-.', ''))) INTO v_len
@@ -148,7 +163,7 @@ AS $$
     -- looked for only in a payload long enough to break a limit (the threshold is folded into a
     -- constant when the caller's query is planned)
     WHEN octet_length(p_payload::text) > pgtask.payload_limits_walk_above() THEN
-      pgtask.payload_limit_error(p_payload, octet_length(p_payload::text))
+      pgtask.payload_limit_error(p_payload, p_payload::text)
   END
 $$;
 

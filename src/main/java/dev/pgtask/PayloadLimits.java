@@ -13,9 +13,10 @@ import com.fasterxml.jackson.core.exc.StreamConstraintsException;
  * {@link InvalidTaskException} naming the limit. The database's copy is {@code pgtask.payload_limits()}
  * (db/R__01_validation_and_tenants.sql); a test keeps the two equal.
  *
- * <p>The numbers are Jackson 2.x's defaults, written out so that a Jackson upgrade cannot move them
- * apart from the database's: a payload a worker read before is still accepted, and one it could not
- * read is refused at enqueue instead of discarded at its first attempt. Lengths count as Jackson
+ * <p>Depth, number and string length are Jackson 2.x's defaults, the name length is raised to the
+ * string length; all are written out so that a Jackson upgrade cannot move them apart from the
+ * database's: a payload a worker read before is still accepted, and one it could not read is
+ * refused at enqueue instead of discarded at its first attempt. Lengths count as Jackson
  * counts them, on the JSON text PostgreSQL gives the worker (numbers without an exponent, as
  * {@code numeric} prints them).
  */
@@ -27,8 +28,12 @@ public final class PayloadLimits {
   /** Digits of one number: not the sign, the decimal point, nor the {@code 0} before the point of a number below 1. */
   public static final int MAX_NUMBER_LENGTH = 1000;
 
-  /** UTF-16 code units of one property name, unescaped. */
-  public static final int MAX_NAME_LENGTH = 50_000;
+  /**
+   * UTF-16 code units of one property name, unescaped: as long as a string value (Jackson's default
+   * is 50,000). A payload's size is bounded by the database's {@code max_payload_bytes} anyway, and
+   * with names below 20 MB enqueue need not walk the names of any ordinary payload.
+   */
+  public static final int MAX_NAME_LENGTH = 20_000_000;
 
   /** UTF-16 code units of one string value, unescaped. */
   public static final int MAX_STRING_LENGTH = 20_000_000;

@@ -43,6 +43,8 @@ public final class PgTask {
 
   private final DataSource dataSource;
   private final ObjectMapper objectMapper;
+  /** Parses payload strings without read limits: the database names the limit a payload breaks. */
+  private final com.fasterxml.jackson.core.JsonFactory payloadParser;
   private final DSLContext dsl;
   private final PgTaskMetrics metrics;
   private final PgTaskTracing tracing;
@@ -51,6 +53,11 @@ public final class PgTask {
   private PgTask(Builder b) {
     this.dataSource = b.dataSource;
     this.objectMapper = b.objectMapper;
+    this.payloadParser = objectMapper.getFactory().rebuild()
+        .streamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
+            .maxNestingDepth(Integer.MAX_VALUE).maxNumberLength(Integer.MAX_VALUE)
+            .maxNameLength(Integer.MAX_VALUE).maxStringLength(Integer.MAX_VALUE).build())
+        .build();
     this.metrics = b.metrics;
     this.tracing = b.tracing;
     this.currentTransaction = b.currentTransaction;
@@ -516,7 +523,7 @@ public final class PgTask {
     try {
       JsonNode node;
       if (payload instanceof String s) {
-        node = objectMapper.readTree(s);
+        node = objectMapper.readTree(payloadParser.createParser(s));
       } else if (payload instanceof JsonNode n) {
         node = n;
       } else {
