@@ -523,7 +523,9 @@ public final class PgTask {
     try {
       JsonNode node;
       if (payload instanceof String s) {
-        node = objectMapper.readTree(payloadParser.createParser(s));
+        // every digit kept (a fraction as BigDecimal, not a double): what is stored is what was given
+        node = objectMapper.reader().with(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+            .readTree(payloadParser.createParser(s));
       } else if (payload instanceof JsonNode n) {
         node = n;
       } else {
@@ -544,7 +546,7 @@ public final class PgTask {
       // a limit a worker reads with (PayloadLimits): Jackson's message gives lengths, not the input
       throw new InvalidTaskException(PayloadLimits.constraintOf(e), "pgtask: invalid task" + where(index)
           + ": payload breaks a limit workers read with: " + e.getOriginalMessage());
-    } catch (JsonProcessingException | IllegalArgumentException e) {
+    } catch (java.io.IOException | IllegalArgumentException e) {
       // Jackson's messages quote the input: never pass them on
       throw new InvalidTaskException("task_payload_json", "pgtask: invalid task" + where(index)
           + ": payload is not valid JSON or cannot be serialized (" + e.getClass().getSimpleName() + ")");
