@@ -421,7 +421,7 @@ DECLARE
   v_own text := current_setting('pgtask.worker_queues', true);
 BEGIN
   FOR v IN SELECT x.queue, bool_or(x.run_at <= clock_timestamp()) AS due_now,
-                  min(x.run_at) FILTER (WHERE x.run_at > clock_timestamp()) AS next_at
+                  min(x.run_at) FILTER (WHERE x.run_at > clock_timestamp() AND isfinite(x.run_at)) AS next_at
            FROM unnest(p_queues, p_run_ats) AS x(queue, run_at)
            GROUP BY x.queue LOOP
     IF v.due_now AND NOT coalesce(strpos(v_own, ',' || v.queue || ',') > 0, false) THEN
@@ -450,7 +450,7 @@ DECLARE
   v_now timestamptz := clock_timestamp();
 BEGIN
   FOR v IN SELECT n.queue, bool_or(n.run_at <= v_now) AS due_now,
-                  min(n.run_at) FILTER (WHERE n.run_at > v_now) AS next_at
+                  min(n.run_at) FILTER (WHERE n.run_at > v_now AND isfinite(n.run_at)) AS next_at
            FROM new_tasks n
            WHERE NOT n.blocked
            GROUP BY n.queue LOOP

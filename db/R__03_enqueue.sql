@@ -33,6 +33,9 @@ BEGIN
   SELECT s.max_payload_bytes INTO v_max_payload FROM pgtask.settings s;
   v_error := pgtask.task_input_error(enqueue.kind, enqueue.payload, enqueue.queue, enqueue.tenant,
     enqueue.max_attempts, enqueue.dedupe_key, v_max_payload);
+  IF v_error IS NULL AND NOT isfinite(enqueue.run_at) THEN
+    v_error := pgtask.run_at_error(enqueue.run_at);
+  END IF;
   IF v_error IS NOT NULL THEN
     PERFORM pgtask.raise_input_error(v_error, NULL);
   END IF;
@@ -119,13 +122,15 @@ BEGIN
   SELECT s.max_payload_bytes INTO v_max_payload FROM pgtask.settings s;
 
   -- 1. validate: the first bad task rejects the batch
-  SELECT u.ord, pgtask.task_input_error(u.kind, coalesce(u.payload, '{}'), coalesce(u.queue, 'default'), u.tenant,
-                                        coalesce(u.max_attempts, 25), u.dedupe_key, v_max_payload) AS error
+  SELECT u.ord, coalesce(pgtask.task_input_error(u.kind, coalesce(u.payload, '{}'), coalesce(u.queue, 'default'),
+                                                 u.tenant, coalesce(u.max_attempts, 25), u.dedupe_key, v_max_payload),
+                         pgtask.run_at_error(u.run_at)) AS error
   INTO v_bad
-  FROM unnest(kinds, payloads, queues, tenants, max_attempts, dedupe_keys)
-       WITH ORDINALITY AS u(kind, payload, queue, tenant, max_attempts, dedupe_key, ord)
+  FROM unnest(kinds, payloads, queues, tenants, max_attempts, dedupe_keys, run_ats)
+       WITH ORDINALITY AS u(kind, payload, queue, tenant, max_attempts, dedupe_key, run_at, ord)
   WHERE pgtask.task_input_error(u.kind, coalesce(u.payload, '{}'), coalesce(u.queue, 'default'), u.tenant,
                                 coalesce(u.max_attempts, 25), u.dedupe_key, v_max_payload) IS NOT NULL
+     OR NOT isfinite(u.run_at)
   ORDER BY u.ord
   LIMIT 1;
   IF FOUND THEN

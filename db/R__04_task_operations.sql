@@ -140,7 +140,7 @@ END
 $$;
 
 -- Changes the payload, run_at and/or priority of a queued task (scheduled, available, retryable).
--- NULL arguments leave the field unchanged. The payload follows the enqueue rules.
+-- NULL arguments leave the field unchanged. The payload and run_at follow the enqueue rules.
 CREATE OR REPLACE FUNCTION pgtask.update_task(task_id bigint, payload jsonb DEFAULT NULL, run_at timestamptz DEFAULT NULL,
                                    priority integer DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql
@@ -165,6 +165,10 @@ BEGIN
     IF v_error IS NOT NULL THEN
       PERFORM pgtask.raise_input_error(v_error, 'task ' || update_task.task_id);
     END IF;
+  END IF;
+  v_error := pgtask.run_at_error(update_task.run_at);
+  IF v_error IS NOT NULL THEN
+    PERFORM pgtask.raise_input_error(v_error, 'task ' || update_task.task_id);
   END IF;
   -- A waiting task given a run_at is decided again as an insert decides it: it stays waiting only
   -- while its tenant has a head in its queue that is running or due no later. Moved earlier than

@@ -12,6 +12,16 @@
 -- retypes a column needs DROP VIEW IF EXISTS ... CASCADE before it (and the dependent views and
 -- any grants on them made again).
 
+-- When a due task became due, for the durations the views show: its run_at, or for a run_at
+-- PostgreSQL cannot subtract from (-infinity: enqueue refuses it, but an older row or an owner's
+-- hand-made one may hold it) its created_at, and NULL (counted as no delay) when both are infinite.
+-- One such row must never make a view fail.
+CREATE OR REPLACE FUNCTION pgtask.due_since(p_run_at timestamptz, p_created_at timestamptz) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT CASE WHEN isfinite(p_run_at) THEN p_run_at WHEN isfinite(p_created_at) THEN p_created_at END
+$$;
+
 -- Every task with its state as operators name it. Two states are derived, not stored: "waiting"
 -- (the task waits behind its tenant's head in its queue, whatever its stored state) and
 -- "scheduled" (available, run_at in the future by the database clock). last_error is the last
@@ -49,7 +59,7 @@ SELECT t.queue,
        count(*) FILTER (WHERE t.state = 'cancelled') AS cancelled,
        count(*) FILTER (WHERE t.state = 'discarded') AS discarded,
        count(*) FILTER (WHERE t.blocked) AS waiting_for_tenant,
-       coalesce(now() - min(t.run_at) FILTER (
+       coalesce(now() - min(pgtask.due_since(t.run_at, t.created_at)) FILTER (
          WHERE t.state IN ('available', 'retryable') AND NOT t.blocked AND t.run_at <= now()), interval '0') AS lag,
        EXISTS (SELECT 1 FROM pgtask.paused_queue p WHERE p.queue = t.queue) AS paused
 FROM pgtask.task t
@@ -97,7 +107,7 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
 -- not waiting, run_at passed), and either their queue is paused ('paused_queue', whatever the
 -- workers), or no live worker (pgtask.workers: seen in the last minute)
 -- serves the task's queue ('unserved_queue'), or none of the live workers serving it handles the
--- task's kind ('unhandled_kind'). waiting: the tasks of the head's tenant waiting behind it in its
+-- task's kind ('unhandled_kind'). run_at: since when it is due (pgtask.due_since). waiting: the tasks of the head's tenant waiting behind it in its
 -- queue. Reads the claimable index and the live workers; private (pgtask.unrunnable and
 -- pgtask.health are the public face).
 CREATE OR REPLACE FUNCTION pgtask.unrunnable_heads()
@@ -110,7 +120,7 @@ AS $$
            (SELECT count(*) FROM pgtask.task w WHERE w.blocked AND w.tenant_id = d.tenant_id AND w.queue = d.queue)
          END AS waiting
   FROM (
-    SELECT t.queue, t.kind, t.tenant_id, t.run_at,
+    SELECT t.queue, t.kind, t.tenant_id, pgtask.due_since(t.run_at, t.created_at) AS run_at,
            CASE WHEN EXISTS (SELECT 1 FROM pgtask.paused_queue p WHERE p.queue = t.queue) THEN 'paused_queue'
                 WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues)) THEN 'unserved_queue'
                 WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues) AND t.kind = ANY (w.kinds))

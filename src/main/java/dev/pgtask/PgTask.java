@@ -43,6 +43,8 @@ public final class PgTask {
 
   private final DataSource dataSource;
   private final ObjectMapper objectMapper;
+  /** Parses payload strings without read limits: the database names the limit a payload breaks. */
+  private final com.fasterxml.jackson.core.JsonFactory payloadParser;
   private final DSLContext dsl;
   private final PgTaskMetrics metrics;
   private final PgTaskTracing tracing;
@@ -51,6 +53,11 @@ public final class PgTask {
   private PgTask(Builder b) {
     this.dataSource = b.dataSource;
     this.objectMapper = b.objectMapper;
+    this.payloadParser = objectMapper.getFactory().rebuild()
+        .streamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
+            .maxNestingDepth(Integer.MAX_VALUE).maxNumberLength(Integer.MAX_VALUE)
+            .maxNameLength(Integer.MAX_VALUE).maxStringLength(Integer.MAX_VALUE).build())
+        .build();
     this.metrics = b.metrics;
     this.tracing = b.tracing;
     this.currentTransaction = b.currentTransaction;
@@ -492,9 +499,22 @@ public final class PgTask {
       throw new InvalidTaskException("task_queue_format", "pgtask: invalid task"
           + (index < 0 ? "" : " (task " + (index + 1) + " of the batch)") + ": queue must not be empty");
     }
+    if (o.runAt() != null && (o.runAt().isBefore(FIRST_RUN_AT) || o.runAt().isAfter(LAST_RUN_AT))
+        || o.delay() != null && o.delay().compareTo(java.time.Duration.between(java.time.Instant.now(), LAST_RUN_AT)) > 0) {
+      // the database refuses infinity by this name; an Instant it cannot hold would fail in the driver
+      throw new InvalidTaskException("task_run_at_finite", "pgtask: invalid task" + where(index)
+          + ": run_at must be a finite time the database can hold (4713 BC to 294276 AD), not "
+          + (o.runAt() != null ? o.runAt() : "now + " + o.delay()));
+    }
     return new EnqueueQueries.Row(task.kind(), payloadJson(task.payload(), index), o.queue(),
         o.tenant(), o.runAt(), o.delay(), o.priority(), o.maxAttempts(), o.dedupeKey());
   }
+
+  /** The range of PostgreSQL's timestamptz. */
+  private static final java.time.Instant FIRST_RUN_AT = java.time.LocalDate.of(-4713, 11, 24)
+      .atStartOfDay(java.time.ZoneOffset.UTC).toInstant();
+  private static final java.time.Instant LAST_RUN_AT = java.time.LocalDateTime.of(294276, 12, 31, 23, 59, 59, 999_999_000)
+      .toInstant(java.time.ZoneOffset.UTC);
 
   private String payloadJson(Object payload, int index) {
     if (payload == null) {
@@ -503,7 +523,9 @@ public final class PgTask {
     try {
       JsonNode node;
       if (payload instanceof String s) {
-        node = objectMapper.readTree(s);
+        // every digit kept (a fraction as BigDecimal, not a double): what is stored is what was given
+        node = objectMapper.reader().with(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+            .readTree(payloadParser.createParser(s));
       } else if (payload instanceof JsonNode n) {
         node = n;
       } else {
@@ -520,7 +542,11 @@ public final class PgTask {
             + ": payload must be a JSON object, not " + (node == null ? "empty" : node.getNodeType().name().toLowerCase(java.util.Locale.ROOT)));
       }
       return objectMapper.writeValueAsString(node);
-    } catch (JsonProcessingException | IllegalArgumentException e) {
+    } catch (com.fasterxml.jackson.core.exc.StreamConstraintsException e) {
+      // a limit a worker reads with (PayloadLimits): Jackson's message gives lengths, not the input
+      throw new InvalidTaskException(PayloadLimits.constraintOf(e), "pgtask: invalid task" + where(index)
+          + ": payload breaks a limit workers read with: " + e.getOriginalMessage());
+    } catch (java.io.IOException | IllegalArgumentException e) {
       // Jackson's messages quote the input: never pass them on
       throw new InvalidTaskException("task_payload_json", "pgtask: invalid task" + where(index)
           + ": payload is not valid JSON or cannot be serialized (" + e.getClass().getSimpleName() + ")");

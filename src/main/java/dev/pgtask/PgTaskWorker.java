@@ -115,12 +115,13 @@ public final class PgTaskWorker implements AutoCloseable {
    *       missing fields failing, no deployment order could add a field without discarding tasks.</li>
    * </ul>
    * A payload that does not fit is discarded with an error naming the field and the problem, never
-   * its values. To change any of this, pass your own mapper to {@link Builder#objectMapper}, e.g.
+   * its values. Its stream limits are exactly {@link PayloadLimits}, the ones enqueue enforces (the
+   * same numbers as Jackson's defaults, set explicitly). To change any of this, pass your own mapper to {@link Builder#objectMapper}, e.g.
    * {@code defaultObjectMapper().disable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES)}
    * to let a missing field become null or 0.
    */
   public static ObjectMapper defaultObjectMapper() {
-    return new ObjectMapper().findAndRegisterModules()
+    return new ObjectMapper(PayloadLimits.jsonFactory()).findAndRegisterModules()
         .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES,
             DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
         .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
@@ -473,7 +474,8 @@ public final class PgTaskWorker implements AutoCloseable {
     /**
      * The Jackson mapper for payloads (default: {@link PgTaskWorker#defaultObjectMapper()}: a missing
      * field or a null for a primitive is an error that discards the task naming the field; unknown
-     * properties are ignored). A mapper given here is used as it is.
+     * properties are ignored). A mapper given here is used as it is: build it on
+     * {@link PayloadLimits#jsonFactory()}, or a payload enqueue accepted may break its own limits.
      */
     public Builder objectMapper(ObjectMapper objectMapper) {
       this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");

@@ -40,7 +40,7 @@ public final class ExplainCommand implements Callable<Integer> {
     if (json) {
       Formats.printJson(out, e.details());
     } else {
-      out.println(e.sentence());
+      out.println(TerminalText.escape(e.sentence()));
       out.flush();
     }
     return e.notFound() ? ExitCodes.NOT_FOUND : ExitCodes.OK;

@@ -18,7 +18,8 @@ import java.util.Locale;
 /**
  * How the operator commands print values: for humans (compact durations, instants in UTC to the
  * second, lists comma-separated) and as JSON for scripts (view column names as keys, instants as
- * ISO-8601 strings, intervals as seconds, arrays as arrays).
+ * ISO-8601 strings, intervals as seconds, arrays as arrays). Control characters in values print
+ * escaped either way ({@link TerminalText}).
  *
  * <p>The read-only commands write their JSON with Jackson's streaming generator ({@link #printJson(PrintWriter,
  * JsonBody)}); the {@link ObjectMapper} of the other commands is created on first use
@@ -34,11 +35,12 @@ final class Formats {
   }
 
   private static final class Mapper {
-    static final ObjectMapper INSTANCE = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    static final ObjectMapper INSTANCE = new ObjectMapper(new JsonFactory().setCharacterEscapes(TerminalText.JSON))
+        .enable(SerializationFeature.INDENT_OUTPUT);
   }
 
   private static final class Factory {
-    static final JsonFactory INSTANCE = new JsonFactory();
+    static final JsonFactory INSTANCE = new JsonFactory().setCharacterEscapes(TerminalText.JSON);
   }
 
   /** A value for a table cell. */

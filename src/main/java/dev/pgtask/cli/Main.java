@@ -121,7 +121,7 @@ public final class Main implements Runnable {
     CommandLine cmd = e.getCommandLine();
     PrintWriter err = cmd.getErr();
     String name = cmd.getCommandSpec().qualifiedName();
-    err.println(name + ": " + oneLine(Secrets.redact(e.getMessage())) + " (see '" + name + " --help')");
+    err.println(name + ": " + TerminalText.escape(oneLine(Secrets.redact(e.getMessage()))) + " (see '" + name + " --help')");
     err.flush();
     return ExitCodes.USAGE;
   }
@@ -146,7 +146,7 @@ public final class Main implements Runnable {
       message = describe(e);
     }
     // a URL in a message (the driver's, the pool's, Flyway's) never shows its password
-    err.println(name + ": " + oneLine(Secrets.redact(message)));
+    err.println(name + ": " + TerminalText.escape(oneLine(Secrets.redact(message))));
     if (verbose) {
       e.printStackTrace(err);
     }

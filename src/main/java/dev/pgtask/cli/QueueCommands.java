@@ -42,7 +42,7 @@ abstract class QueueCommands implements Callable<Integer> {
     if (json) {
       Formats.printJson(out, Formats.mapper().createObjectNode().put("queue", queue).put("result", result[0]));
     } else {
-      out.println(result[1]);
+      out.println(TerminalText.escape(result[1]));
       out.flush();
     }
     return ExitCodes.OK;

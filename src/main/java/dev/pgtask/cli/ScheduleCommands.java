@@ -97,7 +97,7 @@ final class ScheduleCommands {
       if (!exists) {
         throw new CliException(ExitCodes.NOT_FOUND, "no schedule named '" + name + "'");
       }
-      spec.commandLine().getOut().println("schedule " + name + " " + done());
+      spec.commandLine().getOut().println("schedule " + TerminalText.escape(name) + " " + done());
       spec.commandLine().getOut().flush();
       return ExitCodes.OK;
     }
@@ -214,7 +214,7 @@ final class ScheduleCommands {
       if (json) {
         Formats.printJson(out, Formats.mapper().createObjectNode().put("name", name).put("next_fire_at", String.valueOf(next)));
       } else {
-        out.println("schedule " + name + " declared; next fire at " + next);
+        out.println("schedule " + TerminalText.escape(name) + " declared; next fire at " + next);
         out.flush();
       }
       return ExitCodes.OK;
@@ -245,7 +245,7 @@ final class ScheduleCommands {
       if (!existed) {
         throw new CliException(ExitCodes.NOT_FOUND, "no schedule named '" + name + "'");
       }
-      spec.commandLine().getOut().println("schedule " + name + " removed");
+      spec.commandLine().getOut().println("schedule " + TerminalText.escape(name) + " removed");
       spec.commandLine().getOut().flush();
       return ExitCodes.OK;
     }

@@ -119,7 +119,7 @@ public final class StatusCommand implements Callable<Integer> {
 
   static String health(ViewRow h) {
     String oldest = h.get("oldest_xact_pid") == null ? "none open"
-        : "pid " + h.get("oldest_xact_pid") + " (" + blankAsUnknown(h.get("oldest_xact_application", String.class))
+        : "pid " + h.get("oldest_xact_pid") + " (" + TerminalText.escape(blankAsUnknown(h.get("oldest_xact_application", String.class)))
             + "), open for " + Formats.text(h.get("oldest_xact_age"));
     String table = h.get("task_live_tuples") + " live, " + h.get("task_dead_tuples") + " dead tuples, "
         + Formats.bytes(h.get("task_table_bytes", Long.class));
@@ -146,7 +146,7 @@ public final class StatusCommand implements Callable<Integer> {
     if (l == null || !Boolean.TRUE.equals(l.get("live"))) {
       return "none (no live lease: a worker takes it at its next heartbeat)";
     }
-    return l.get("worker") + " (term " + l.get("term") + ", renewed " + Formats.text(l.get("renewed_ago")) + " ago)";
+    return TerminalText.escape(l.get("worker")) + " (term " + l.get("term") + ", renewed " + Formats.text(l.get("renewed_ago")) + " ago)";
   }
 
   private static long count(ViewRow h, String column) {

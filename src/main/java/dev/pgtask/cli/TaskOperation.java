@@ -46,7 +46,7 @@ abstract class TaskOperation implements Callable<Integer> {
     if (json) {
       Formats.printJson(out, Formats.mapper().createObjectNode().put("id", id).put("result", result[0]));
     } else {
-      out.println(result[1]);
+      out.println(TerminalText.escape(result[1]));
       out.flush();
     }
     return ExitCodes.OK;

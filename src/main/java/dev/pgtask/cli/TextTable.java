@@ -8,7 +8,8 @@ import java.util.regex.Pattern;
 /**
  * A plain-text table for humans: a header row, then rows, columns separated by two spaces. A column
  * whose cells are all numbers (or empty) is right-aligned; others are left-aligned. {@code null}
- * cells print as empty; no line ends in spaces.
+ * cells print as empty; no line ends in spaces. A run of line breaks and tabs in a cell prints as
+ * one space, every other control character as {@link TerminalText#escape escaped}.
  */
 public final class TextTable {
 
@@ -32,7 +33,7 @@ public final class TextTable {
     }
     String[] r = new String[cells.length];
     for (int i = 0; i < cells.length; i++) {
-      r[i] = cells[i] == null ? "" : cells[i].toString().replaceAll("[\\r\\n\\t]+", " ");
+      r[i] = cells[i] == null ? "" : TerminalText.escape(cells[i].toString().replaceAll("[\\r\\n\\t]+", " "));
     }
     rows.add(r);
     return this;

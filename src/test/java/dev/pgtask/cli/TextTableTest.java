@@ -63,4 +63,10 @@ class TextTableTest {
     assertThat(Formats.bytes(512L)).isEqualTo("512 B");
     assertThat(Formats.bytes(1_258_291L)).isEqualTo("1.2 MB");
   }
+
+  @Test
+  void controlCharactersInACellPrintEscapedNeverRaw() {
+    String table = new TextTable("KIND").row("a\u001b[2Jb\u009b1m\u007f\u202e\u0007c\r\n\td").render();
+    assertThat(table.lines()).containsExactly("KIND", "a\\u001B[2Jb\\u009B1m\\u007F\\u202E\\u0007c d");
+  }
 }
