@@ -16,8 +16,8 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 @ConfigurationProperties(prefix = "pgtask")
 public class PgTaskProperties {
 
-  /** Default time running tasks get to finish when the application stops, in Spring. */
-  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(20);
+  /** Default time running tasks get to finish when the application stops: the plain worker's default. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = dev.pgtask.PgTaskWorker.DEFAULT_SHUTDOWN_TIMEOUT;
 
   private final Migrations migrations = new Migrations();
   private final Worker worker = new Worker();
