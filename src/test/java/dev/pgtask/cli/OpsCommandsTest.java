@@ -296,7 +296,7 @@ class OpsCommandsTest {
   void theUsageNamesEveryCommandAndTheExitCodes() {
     CliRun help = CliRun.of("--help");
     assertThat(help.out()).contains("demo", "status", "locks", "workers", "tasks", "enqueue", "cancel", "retry",
-        "delete", "bench", "4 no such task", "5 the task is running", "6 the task's state");
+        "delete", "bench", "4  no such task", "5  the task is running", "6  the task's state");
   }
 
   private static List<Long> ids(CliRun run) throws Exception {
