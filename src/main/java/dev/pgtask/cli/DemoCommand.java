@@ -142,7 +142,7 @@ public final class DemoCommand implements Callable<Integer> {
       out.flush();
       int code = run(dsl, settings, out, err);
       stopWorkers();
-      cleanUp(dsl, settings, out);
+      cleanUp(dsl, settings, out, code == ExitCodes.OK);
       return code;
     } finally {
       stopWorkers();
@@ -158,18 +158,18 @@ public final class DemoCommand implements Callable<Integer> {
    * After the workers stopped: removes the registry rows of the demo's workers (the killed one could
    * not remove its own: a later run in this process, whose workers have the same ids, would be
    * refused while it looks alive), deletes the demo's tasks and execution records (unless
-   * {@code --keep}), and says what stays in the database: what a run creates that it cannot take
+   * {@code --keep}, or the run failed: they are the evidence), and says what stays in the database: what a run creates that it cannot take
    * back while other work may use it.
    */
-  private void cleanUp(DSLContext dsl, ConnectionSettings settings, PrintWriter out) {
+  private void cleanUp(DSLContext dsl, ConnectionSettings settings, PrintWriter out, boolean passed) {
     for (DemoWorker w : started) {
       if (!w.process.isAlive()) {
         dev.pgtask.internal.sql.WorkerQueries.deregister(dsl, w.id);
       }
     }
-    if (keep) {
-      out.printf("kept for inspection (--keep): the demo's tasks (queue %s) and pgtask_demo.execution; the next demo"
-          + " run deletes them%n", QUEUE);
+    if (keep || !passed) {
+      out.printf("kept for inspection (%s): the demo's tasks (queue %s) and pgtask_demo.execution; the next demo"
+          + " run deletes them%n", keep ? "--keep" : "the run failed", QUEUE);
     } else {
       int tasksDeleted = OpsQueries.deleteQueue(dsl, QUEUE);
       dsl.deleteFrom(DemoHandlers.EXECUTION).execute();
