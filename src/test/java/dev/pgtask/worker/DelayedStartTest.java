@@ -117,7 +117,7 @@ class DelayedStartTest {
     // enqueued while no worker of queue "deploy" listens: their notifications reach nobody
     PgTask elsewhere = PgTask.create(otherPool);
     Map<Long, Instant> due = new ConcurrentHashMap<>();
-    Instant base = Instant.now().plusMillis(3_000);
+    Instant base = Instant.now().plusMillis(5_000); // a start takes up to about 2 s (the listener's wait)
     for (int i = 0; i < 3; i++) {
       Instant at = base.plusMillis(700L * i);
       due.put(elsewhere.enqueue(NewTask.of("test.delayed", null, TaskOptions.defaults().withQueue("deploy")
