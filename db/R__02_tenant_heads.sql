@@ -39,6 +39,9 @@ BEGIN
 END
 $$;
 
+-- Quiet for the rest of this migration's transaction: a first migration's DROP TRIGGER IF EXISTS
+-- would otherwise send a "does not exist, skipping" notice that Flyway logs at INFO.
+SET LOCAL client_min_messages = warning;
 DROP TRIGGER IF EXISTS task_before_insert_tenant ON pgtask.task;
 CREATE TRIGGER task_before_insert_tenant
   BEFORE INSERT ON pgtask.task

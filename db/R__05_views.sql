@@ -48,7 +48,9 @@ WHERE w.last_seen > now() - interval '1 minute';
 -- counts as waiting_for_tenant only, not also as available, scheduled or retryable), running
 -- tasks, and the lag (age of the oldest claimable task: how long work has been ready without being
 -- picked up), and whether the queue is paused (pgtask.paused_queues lists every paused queue, with
--- or without tasks).
+-- or without tasks), and claimed_ahead: how many of the running tasks wait in a live worker
+-- for an executor (as pgtask.running.claimed_ahead, defined below), so running - claimed_ahead
+-- execute now.
 CREATE OR REPLACE VIEW pgtask.queue_summary AS
 SELECT t.queue,
        count(*) FILTER (WHERE t.state = 'available' AND NOT t.blocked AND t.run_at > now()) AS scheduled,
@@ -61,13 +63,22 @@ SELECT t.queue,
        count(*) FILTER (WHERE t.blocked) AS waiting_for_tenant,
        coalesce(now() - min(pgtask.due_since(t.run_at, t.created_at)) FILTER (
          WHERE t.state IN ('available', 'retryable') AND NOT t.blocked AND t.run_at <= now()), interval '0') AS lag,
-       EXISTS (SELECT 1 FROM pgtask.paused_queue p WHERE p.queue = t.queue) AS paused
+       EXISTS (SELECT 1 FROM pgtask.paused_queue p WHERE p.queue = t.queue) AS paused,
+       count(*) FILTER (WHERE t.state = 'running' AND t.lease_until > now()
+         AND EXISTS (SELECT 1 FROM pgtask.workers w WHERE w.id = t.owner)
+         AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+                         WHERE a.datname = current_database() AND a.application_name LIKE 'pgtask task %'
+                           AND split_part(a.application_name, ' ', 3) = t.id::text)) AS claimed_ahead
 FROM pgtask.task t
 GROUP BY t.queue;
 
 -- Each running task and the backend executing it. The executing transaction names itself
 -- "pgtask task <id> <worker>" in application_name (transaction-local) and holds the tenant's
--- advisory lock; both are visible to everyone while the task runs.
+-- advisory lock; both are visible to everyone while the task runs. claimed_ahead: no backend
+-- executes the task, and a live worker (pgtask.workers) holds its claim with a lease that has not
+-- run out: it waits in that worker for a free executor or its turn in a commit batch (or it is a
+-- plain-mode task, which runs outside any transaction). No backend and claimed_ahead false: its
+-- worker is gone, and the rescue pass takes the task back after its lease.
 CREATE OR REPLACE VIEW pgtask.running AS
 SELECT t.id AS task_id, t.kind, t.queue, tn.name AS tenant, t.owner AS worker, a.pid AS backend_pid,
        coalesce(a.xact_start, t.attempted_at) AS started_at,
@@ -77,7 +88,9 @@ SELECT t.id AS task_id, t.kind, t.queue, tn.name AS tenant, t.owner AS worker, a
          WHERE l.locktype = 'advisory' AND l.granted AND l.pid = a.pid AND l.objsubid = 2
            AND l.classid = pgtask.lock_namespace_oid() AND l.objid = t.tenant_id::text::oid) AS holds_tenant_lock,
        (SELECT r.requested_at FROM pgtask.cancel_request r
-        WHERE r.task_id = t.id AND r.attempt = t.attempt) AS cancel_requested_at
+        WHERE r.task_id = t.id AND r.attempt = t.attempt) AS cancel_requested_at,
+       (a.pid IS NULL AND t.lease_until > now()
+        AND EXISTS (SELECT 1 FROM pgtask.workers w WHERE w.id = t.owner)) AS claimed_ahead
 FROM pgtask.task t
 LEFT JOIN pgtask.tenant tn ON tn.id = t.tenant_id
 LEFT JOIN pg_stat_activity a
@@ -145,7 +158,9 @@ SELECT h.queue, h.kind, h.reason,
 FROM pgtask.unrunnable_heads() h
 GROUP BY h.queue, h.kind, h.reason;
 
--- What threatens the task table: the oldest open transaction (it holds back vacuum everywhere),
+-- What threatens the task table: the oldest open transaction of this database (it holds back
+-- vacuum of every table here; a transaction of another database of the server does not, and is
+-- not shown: an operator must not cancel it by mistake),
 -- dead tuples and vacuum times of the task table, and the notification queue's fill level. And
 -- what no live worker can run (pgtask.unrunnable, summed): due tasks in queues no live worker
 -- serves, due tasks whose kind no live worker of their queue handles, and the tenants with tasks
@@ -172,6 +187,7 @@ LEFT JOIN LATERAL (
   FROM pg_stat_activity a
   WHERE a.xact_start IS NOT NULL AND (a.backend_xid IS NOT NULL OR a.backend_xmin IS NOT NULL)
     AND a.pid <> pg_backend_pid()
+    AND a.datname = current_database() -- only this database's transactions hold back its vacuum
   ORDER BY a.xact_start
   LIMIT 1) o ON true
 CROSS JOIN LATERAL (

@@ -707,6 +707,9 @@ BEGIN
 END
 $$;
 
+-- Quiet for the rest of this migration's transaction: a first migration's DROP TRIGGER IF EXISTS
+-- would otherwise send a "does not exist, skipping" notice that Flyway logs at INFO.
+SET LOCAL client_min_messages = warning;
 DROP TRIGGER IF EXISTS paused_queue_after_delete_schedules ON pgtask.paused_queue;
 CREATE TRIGGER paused_queue_after_delete_schedules
 AFTER DELETE ON pgtask.paused_queue

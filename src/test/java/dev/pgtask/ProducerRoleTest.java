@@ -120,6 +120,43 @@ class ProducerRoleTest {
     }
   }
 
+  /**
+   * The producer role's limits as docs/operations.md states them: within the enqueue functions it
+   * may choose any priority and run_at (no bound set by the owner narrows them), enqueue into a
+   * paused queue, and learn the id of an existing task through its dedupe key; it cannot read the
+   * state of any task, its own included.
+   */
+  @Test
+  void aProducerMayJumpTheQueueEnqueueIntoAPausedQueueAndLearnAnIdByDedupeKeyButCannotReadTaskState()
+      throws Exception {
+    long ownersTask;
+    try (Connection owner = db.connect()) {
+      ownersTask = queryLong(owner, "SELECT pgtask.enqueue('owner.kind', queue => 'limits', dedupe_key => 'owners-key')");
+      exec(owner, "SELECT pgtask.pause_queue('limits-paused')");
+    }
+    long jumper;
+    long paused;
+    try (Connection c = db.connectAs(PRODUCER, PASSWORD)) {
+      jumper = queryLong(c, "SELECT pgtask.enqueue('from.producer', queue => 'limits', priority => -2147483648,"
+          + " run_at => now() - interval '10 years')");
+      paused = queryLong(c, "SELECT pgtask.enqueue('from.producer', queue => 'limits-paused')");
+      assertThat(queryLong(c, "SELECT pgtask.enqueue('from.producer', dedupe_key => 'owners-key')"))
+          .as("the id a producer learns through another's dedupe key").isEqualTo(ownersTask);
+      for (String read : List.of("SELECT state FROM pgtask.tasks WHERE id = " + jumper,
+          "SELECT pgtask.explain_task(" + jumper + ")")) {
+        assertThat(ServerErrors.of(() -> exec(c, read)).sqlState()).as("SQLSTATE of the producer's %s", read)
+            .isEqualTo("42501");
+      }
+    }
+    try (Connection owner = db.connect()) {
+      assertThat(queryLong(owner, "SELECT id FROM pgtask.task WHERE queue = 'limits' AND state = 'available'"
+          + " ORDER BY priority, run_at, id LIMIT 1")).as("the task claimed first in queue limits").isEqualTo(jumper);
+      assertThat(queryLong(owner, "SELECT count(*) FROM pgtask.task WHERE id = " + paused + " AND state = 'available'"))
+          .as("the producer's task in the paused queue, stored").isEqualTo(1);
+      exec(owner, "SELECT pgtask.resume_queue('limits-paused')");
+    }
+  }
+
   @Test
   void roleWithoutTheGrantCannotEnqueue() throws Exception {
     try (Connection c = db.connectAs(OUTSIDER, PASSWORD)) {

@@ -35,17 +35,21 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code pgtask demo}: pgtask's promise, shown live and checked. On the connected database it
- * migrates, creates {@code pgtask_demo.execution}, clears the previous demo run (that table and the
- * tasks of queue {@value #QUEUE}; nothing else is touched), starts worker processes (separate JVMs
+ * migrates (creates or upgrades the {@code pgtask} schema), creates {@code pgtask_demo.execution},
+ * clears what a previous demo run left (that table and the tasks of queue {@value #QUEUE}; no other
+ * queue's tasks are touched), starts worker processes (separate JVMs
  * running {@code pgtask worker --demo-handlers}), enqueues {@code demo.record} tasks over many tenants
  * through the SQL function {@code pgtask.enqueue}, kills one worker with SIGKILL after a third is
  * done, and checks from the execution table that every task ran exactly once and that no two
- * executions of one tenant overlapped. Exits 0 only when every invariant held.
+ * executions of one tenant overlapped. Exits 0 only when every invariant held. At the end it deletes
+ * its tasks and execution records ({@code --keep} leaves them to inspect) and says what stays.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
     description = {"Run the demo on the connected database: worker processes, thousands of tasks over many tenants,",
         "one worker killed with SIGKILL midway; then check exactly-once execution and tenant exclusion.",
-        "Touches only queue '" + DemoCommand.QUEUE + "' and schema pgtask_demo. Exit 0 only if every invariant held."})
+        "Creates or upgrades the pgtask schema in that database, and the schema pgtask_demo; of the tasks, touches only",
+        "queue '" + DemoCommand.QUEUE + "', whose tasks it deletes at the end (--keep leaves them).",
+        "Exit 0 only if every invariant held."})
 public final class DemoCommand implements Callable<Integer> {
 
   /** The demo's own queue: cleared at the start of each run. */
@@ -84,6 +88,10 @@ public final class DemoCommand implements Callable<Integer> {
       + " no server is configured (--url, PGTASK_URL, PG* variables) and none answers on localhost:5432.")
   boolean embedded;
 
+  @Option(names = "--keep", description = "Leave the demo's tasks (queue " + QUEUE + ") and execution records in place"
+      + " at the end, to inspect them; the next run deletes them first.")
+  boolean keep;
+
   @Option(names = "--listen-url", paramLabel = "URL",
       description = "Where the workers' LISTEN connections go when --url goes through a transaction pooler"
           + " (PgBouncer pool_mode=transaction): PostgreSQL itself, same forms as --url.")
@@ -94,6 +102,7 @@ public final class DemoCommand implements Callable<Integer> {
 
   private final List<DemoWorker> started = new ArrayList<>();
   private String listenJdbcUrl; // the workers' PGTASK_LISTEN_URL, or null
+  private boolean onEmbeddedServer; // the demo started its own server, deleted at the end
 
   @Override
   public Integer call() throws Exception {
@@ -102,6 +111,7 @@ public final class DemoCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     dev.pgtask.internal.embedded.EmbeddedPostgres[] server = new dev.pgtask.internal.embedded.EmbeddedPostgres[1];
     ConnectionSettings settings = EmbeddedServer.choose(connection.settings(), System.getenv(), embedded, server, out);
+    onEmbeddedServer = server[0] != null;
     try {
       settings = settings.forPooler("pgtask demo");
       if (listenUrl != null && !listenUrl.isBlank()) {
@@ -130,7 +140,10 @@ public final class DemoCommand implements Callable<Integer> {
       out.printf("pgtask demo on %s: %d tasks over %d tenants, %d worker processes x %d, one killed midway%n",
           settings.describe(), tasks, tenants, workers, concurrency);
       out.flush();
-      return run(dsl, settings, out, err);
+      int code = run(dsl, settings, out, err);
+      stopWorkers();
+      cleanUp(dsl, settings, out, code == ExitCodes.OK);
+      return code;
     } finally {
       stopWorkers();
       try {
@@ -139,6 +152,36 @@ public final class DemoCommand implements Callable<Integer> {
         // the JVM is shutting down: the hook runs (and finds nothing left to stop)
       }
     }
+  }
+
+  /**
+   * After the workers stopped: removes the registry rows of the demo's workers (the killed one could
+   * not remove its own: a later run in this process, whose workers have the same ids, would be
+   * refused while it looks alive), deletes the demo's tasks and execution records (unless
+   * {@code --keep}, or the run failed: they are the evidence), and says what stays in the database: what a run creates that it cannot take
+   * back while other work may use it.
+   */
+  private void cleanUp(DSLContext dsl, ConnectionSettings settings, PrintWriter out, boolean passed) {
+    for (DemoWorker w : started) {
+      if (!w.process.isAlive()) {
+        dev.pgtask.internal.sql.WorkerQueries.deregister(dsl, w.id);
+      }
+    }
+    if (keep || !passed) {
+      out.printf("kept for inspection (%s): the demo's tasks (queue %s) and pgtask_demo.execution; the next demo"
+          + " run deletes them%n", keep ? "--keep" : "the run failed", QUEUE);
+    } else {
+      int tasksDeleted = OpsQueries.deleteQueue(dsl, QUEUE);
+      dsl.deleteFrom(DemoHandlers.EXECUTION).execute();
+      out.printf("deleted the demo's %d tasks (queue %s) and its execution records (--keep leaves them)%n",
+          tasksDeleted, QUEUE);
+    }
+    if (onEmbeddedServer) {
+      return; // the server and its data directory are deleted next
+    }
+    out.printf("left in %s: the pgtask schema the demo created or upgraded (tables, functions, views; DROP SCHEMA"
+        + " pgtask CASCADE removes it if nothing else uses pgtask there), the schema pgtask_demo (its empty table"
+        + " execution), and the tenant names %s<n> in pgtask.tenant%n", settings.describe(), TENANT_PREFIX);
   }
 
   private void validate() {

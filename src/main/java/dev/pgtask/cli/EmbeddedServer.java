@@ -53,7 +53,9 @@ final class EmbeddedServer {
         return settings;
       } catch (CliException unreachable) {
         if (!nothingConfigured(settings, env)) {
-          throw unreachable;
+          throw new CliException(unreachable.exitCode(), unreachable.getMessage()
+              + "; or run the demo on an embedded PostgreSQL it starts and deletes: pgtask demo --embedded",
+              unreachable.getCause());
         }
         why = "no server configured (--url, PGTASK_URL, PG* variables) and none answers on " + settings.describe();
       }

@@ -50,11 +50,14 @@ public final class LocksCommand implements Callable<Integer> {
       out.print(locks.isEmpty() ? "  (none held)\n" : tenantLocks(locks).render());
       out.println();
       out.println("running tasks with a tenant");
+      // CLAIMED_AHEAD yes: no backend because the task waits in its live worker for an executor;
+      // no backend and no: its worker is gone (pgtask.running.claimed_ahead)
       TextTable t = new TextTable("TASK_ID", "KIND", "QUEUE", "TENANT", "WORKER", "BACKEND_PID", "RUNNING_FOR",
-          "HOLDS_TENANT_LOCK");
+          "HOLDS_TENANT_LOCK", "CLAIMED_AHEAD");
       for (ViewRow r : running) {
         t.row(r.get("task_id"), r.get("kind"), r.get("queue"), r.get("tenant"), r.get("worker"), r.get("backend_pid"),
-            Formats.text(r.get("running_for")), Formats.text(r.get("holds_tenant_lock")));
+            Formats.text(r.get("running_for")), Formats.text(r.get("holds_tenant_lock")),
+            Formats.text(r.get("claimed_ahead")));
       }
       out.print(t.isEmpty() ? "  (none)\n" : t.render());
       out.flush();

@@ -27,11 +27,16 @@ import picocli.CommandLine.ScopeType;
         "  --url, else PGTASK_URL, else the libpq variables PGHOST PGPORT PGDATABASE",
         "  PGUSER PGPASSWORD (defaults: localhost, 5432, the OS user, database = user).",
         "  URLs: jdbc:postgresql://HOST:PORT/DB?user=U or postgresql://U@HOST:PORT/DB.",
-        "%nExit codes: 0 ok, 1 failed, 2 usage error or invalid input (nothing stored), 3 cannot connect",
-        "  to the database, 4 no such task, 5 the task is running (or another transaction holds it),",
-        "  6 the task's state does not allow the operation. 'pgtask demo' exits 1 when an invariant failed.",
-        "  Schedules: 2 an invalid declaration (nothing stored), 4 no such schedule.",
-        "  With --json, read commands print JSON on stdout; errors stay one line on stderr."},
+        // one line each, within the 80 columns of picocli's help: a longer line would be wrapped mid-sentence
+        "%nExit codes:",
+        "  0  ok",
+        "  1  failed ('pgtask demo': an invariant failed)",
+        "  2  usage error or invalid input, such as an invalid schedule (nothing stored)",
+        "  3  cannot connect to the database",
+        "  4  no such task, or no such schedule",
+        "  5  the task is running (or another transaction holds it)",
+        "  6  the task's state does not allow the operation",
+        "%nWith --json, read commands print JSON on stdout; errors stay one line on stderr."},
     subcommandsRepeatable = false)
 public final class Main implements Runnable {
 

@@ -93,6 +93,7 @@ public final class WorkerRuntime {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+      armUpcomingDue();
       producer.start();
       // also before the listener has connected: a cancellation it could not hear then is read
       // from pgtask.cancel_request when it does
@@ -126,6 +127,27 @@ public final class WorkerRuntime {
   }
 
   private static final long LISTEN_WAIT_MILLIS = 2_000;
+
+  /** The earliest due times a starting worker reads (beyond them, the poll finds the tasks). */
+  static final int UPCOMING_DUE_READ = 100;
+
+  /**
+   * Arms the producer's due timer with the earliest due times of this worker's tasks that are not
+   * due yet: their enqueues' notifications were sent before this worker listened, so without this a
+   * task delayed to a moment soon after a start (a deploy) would wait for the first poll. After the
+   * listener listens (a task enqueued from then on is heard of), before the first claim.
+   */
+  private void armUpcomingDue() {
+    try {
+      for (java.time.Duration d : dev.pgtask.internal.sql.IdleQueries.upcomingDue(
+          dev.pgtask.internal.sql.Sql.using(config.dataSource()), config.queues(), config.kinds(), UPCOMING_DUE_READ)) {
+        producer.dueIn(d);
+      }
+    } catch (RuntimeException e) {
+      log.warn("pgtask: reading the due times of delayed tasks at start failed ({}); the poll finds them",
+          e.getMessage());
+    }
+  }
 
   public void shutdown() {
     synchronized (lifecycle) {

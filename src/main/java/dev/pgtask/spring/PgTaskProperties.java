@@ -9,15 +9,14 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 /**
  * The {@code pgtask.*} properties of the Spring Boot integration. Defaults are pgtask's own
  * ({@link PgTaskWorker}'s constants, written out as literals so that the IDE metadata shows them;
- * a test keeps them equal) except {@code pgtask.worker.shutdown-timeout}, which is
- * shorter so that a stop fits in Spring's default shutdown phase (30 s) and Kubernetes' default
- * grace period (30 s).
+ * a test keeps them equal), {@code pgtask.worker.shutdown-timeout} included: its 20 s let a stop fit
+ * in Spring's default shutdown phase (30 s) and Kubernetes' default grace period (30 s).
  */
 @ConfigurationProperties(prefix = "pgtask")
 public class PgTaskProperties {
 
-  /** Default time running tasks get to finish when the application stops, in Spring. */
-  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(20);
+  /** Default time running tasks get to finish when the application stops: the plain worker's default. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = dev.pgtask.PgTaskWorker.DEFAULT_SHUTDOWN_TIMEOUT;
 
   private final Migrations migrations = new Migrations();
   private final Worker worker = new Worker();

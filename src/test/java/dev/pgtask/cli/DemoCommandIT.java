@@ -43,7 +43,8 @@ class DemoCommandIT {
     // something of the user's in the same database, which the demo must not touch
     sql.exec("SELECT pgtask.enqueue('user.kind', queue => 'users-queue')");
 
-    CliRun run = CliRun.of("demo", "--url", db.fullUrl(), "--tasks", "400", "--tenants", "20", "--workers", "2");
+    CliRun run = CliRun.of("demo", "--url", db.fullUrl(), "--tasks", "400", "--tenants", "20", "--workers", "2",
+        "--keep");
 
     assertThat(run.exitCode()).as("demo exit code; stdout:%n%s%nstderr:%n%s", run.out(), run.err()).isEqualTo(ExitCodes.OK);
     String out = run.out();
@@ -60,12 +61,13 @@ class DemoCommandIT {
     assertThat(out).containsPattern("longest rescue time:\\s+\\d");
     assertThat(run.err()).as("progress lines on stderr").contains("done ").contains("/s");
 
-    // the demo's rows are there to inspect; nothing of the user's was touched; no worker left behind
+    // with --keep the demo's rows are there to inspect; nothing of the user's was touched; no worker left behind
+    assertThat(out).contains("kept for inspection (--keep): the demo's tasks (queue pgtask-demo)")
+        .contains("left in jdbc:postgresql://").contains("the pgtask schema the demo created or upgraded");
     assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE queue = 'pgtask-demo' AND state = 'completed'")).isEqualTo(400);
     assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE queue = 'users-queue'")).isEqualTo(1);
-    // the stopped workers deregistered; the killed one could not, and stays listed until its heartbeat is a minute old
-    assertThat(sql.rows("SELECT id FROM pgtask.workers")).as("workers registered after the demo")
-        .containsExactly(rescued.group(1));
+    // the stopped workers deregistered; the killed one could not, and the demo removed its row
+    assertThat(sql.rows("SELECT id FROM pgtask.worker")).as("workers registered after the demo").isEmpty();
     List<ProcessHandle> leftovers = ProcessHandle.current().children()
         .filter(p -> p.isAlive() && p.info().commandLine().orElse("").contains("--demo-handlers")).toList();
     assertThat(leftovers).as("worker processes still alive").isEmpty();
@@ -74,6 +76,11 @@ class DemoCommandIT {
     CliRun again = CliRun.of("demo", "--url", db.fullUrl(), "--tasks", "60", "--tenants", "5", "--workers", "2");
     assertThat(again.exitCode()).as("second demo; stdout:%n%s%nstderr:%n%s", again.out(), again.err()).isEqualTo(ExitCodes.OK);
     assertThat(again.out()).contains("executed exactly once:  yes (60 executions of 60 tasks");
+    // without --keep it deletes its tasks and executions at the end, and says so; the user's task stays
+    assertThat(again.out()).contains("deleted the demo's 60 tasks (queue pgtask-demo) and its execution records");
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE queue = 'pgtask-demo'")).as("demo tasks left").isZero();
+    assertThat(sql.count("SELECT count(*) FROM pgtask_demo.execution")).as("demo executions left").isZero();
+    assertThat(sql.count("SELECT count(*) FROM pgtask.task WHERE queue = 'users-queue'")).isEqualTo(1);
   }
 
   @Test
@@ -144,7 +151,8 @@ class DemoCommandIT {
     assertThat(run.exitCode()).isEqualTo(ExitCodes.CANNOT_CONNECT);
     assertThat(run.errLines()).singleElement().asString()
         .startsWith("pgtask demo: cannot connect to jdbc:postgresql://127.0.0.1:1/nowhere")
-        .contains("set --url, PGTASK_URL or PGHOST/PGPORT/PGUSER/PGDATABASE");
+        .contains("set --url, PGTASK_URL or PGHOST/PGPORT/PGUSER/PGDATABASE")
+        .endsWith("or run the demo on an embedded PostgreSQL it starts and deletes: pgtask demo --embedded");
   }
 
   @Test

@@ -56,4 +56,22 @@ class MainTest {
     int code = cmd.execute(args);
     return new Result(code, out.toString(), err.toString());
   }
+
+  @Test
+  void theHelpsExitCodeParagraphHasOneWholeLinePerCodeWithinEightyColumns() {
+    CliRun help = CliRun.of("--help");
+    assertThat(help.exitCode()).isZero();
+    List<String> lines = help.out().lines().toList();
+    assertThat(lines).as("lines of pgtask --help longer than 80 columns").allMatch(l -> l.length() <= 80);
+    int at = lines.indexOf("Exit codes:");
+    assertThat(at).as("the exit codes heading in:%n%s", help.out()).isNotNegative();
+    assertThat(lines.subList(at + 1, at + 8)).containsExactly(
+        "  0  ok",
+        "  1  failed ('pgtask demo': an invariant failed)",
+        "  2  usage error or invalid input, such as an invalid schedule (nothing stored)",
+        "  3  cannot connect to the database",
+        "  4  no such task, or no such schedule",
+        "  5  the task is running (or another transaction holds it)",
+        "  6  the task's state does not allow the operation");
+  }
 }

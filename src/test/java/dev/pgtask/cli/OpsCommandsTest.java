@@ -228,8 +228,10 @@ class OpsCommandsTest {
       CliRun status = cli("status");
       assertThat(status.exitCode()).as("stderr: %s", status.err()).isEqualTo(ExitCodes.OK);
       assertThat(status.out().lines().toList().get(0))
-          .isEqualTo("QUEUE    SCHEDULED  AVAILABLE  RUNNING  RETRYABLE  COMPLETED  CANCELLED  DISCARDED  WAITING_FOR_TENANT  LAG");
-      assertThat(status.out().lines().toList().get(1)).matches("default\\s+0\\s+0\\s+1\\s+0\\s+0\\s+0\\s+0\\s+1\\s+\\S+");
+          .isEqualTo("QUEUE    SCHEDULED  AVAILABLE  RUNNING  CLAIMED_AHEAD  RETRYABLE  COMPLETED  CANCELLED  DISCARDED"
+              + "  WAITING_FOR_TENANT  LAG");
+      assertThat(status.out().lines().toList().get(1))
+          .matches("default\\s+0\\s+0\\s+1\\s+0\\s+0\\s+0\\s+0\\s+0\\s+1\\s+\\S+");
       assertThat(status.out()).contains("health").contains("oldest transaction  pid ").contains("notification queue");
       JsonNode statusJson = JSON.readTree(cli("status", "--json").out());
       assertThat(statusJson.get("queues").get(0).get("running").asInt()).isEqualTo(1);
@@ -241,7 +243,7 @@ class OpsCommandsTest {
       assertThat(locks.exitCode()).as("stderr: %s", locks.err()).isEqualTo(ExitCodes.OK);
       assertThat(locks.out()).contains("tenant locks\nTENANT  HOLDER_PID  APPLICATION_NAME")
           .containsPattern("acme\\s+\\d+\\s+pgtask task " + running + " ops-test-worker")
-          .containsPattern(running + "\\s+test.hold\\s+default\\s+acme\\s+ops-test-worker\\s+\\d+\\s+\\S+\\s+yes");
+          .containsPattern(running + "\\s+test.hold\\s+default\\s+acme\\s+ops-test-worker\\s+\\d+\\s+\\S+\\s+yes\\s+no");
       JsonNode locksJson = JSON.readTree(cli("locks", "--json").out());
       assertThat(locksJson.get("tenant_locks").get(0).get("tenant").asText()).isEqualTo("acme");
       assertThat(locksJson.get("tenant_locks").get(0).get("waiting_pids").isArray()).isTrue();
@@ -294,7 +296,7 @@ class OpsCommandsTest {
   void theUsageNamesEveryCommandAndTheExitCodes() {
     CliRun help = CliRun.of("--help");
     assertThat(help.out()).contains("demo", "status", "locks", "workers", "tasks", "enqueue", "cancel", "retry",
-        "delete", "bench", "4 no such task", "5 the task is running", "6 the task's state");
+        "delete", "bench", "4  no such task", "5  the task is running", "6  the task's state");
   }
 
   private static List<Long> ids(CliRun run) throws Exception {

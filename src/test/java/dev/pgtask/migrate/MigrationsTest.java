@@ -3,6 +3,9 @@ package dev.pgtask.migrate;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pgtask.testsupport.TestDatabase;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -31,6 +34,24 @@ class MigrationsTest {
   @AfterAll
   static void dropDatabase() {
     db.close();
+  }
+
+  @Test
+  void aFirstMigrationLogsNoDoesNotExistSkippingNotices() {
+    // slf4j-simple, the suite's binding, writes to the System.err of the moment
+    ByteArrayOutputStream log = new ByteArrayOutputStream();
+    PrintStream err = System.err;
+    try (TestDatabase fresh = TestDatabase.create("migrations_quiet", false)) {
+      System.setErr(new PrintStream(log, true, StandardCharsets.UTF_8));
+      try {
+        Migrations.apply(fresh.dataSource());
+      } finally {
+        System.setErr(err);
+      }
+    }
+    String text = log.toString(StandardCharsets.UTF_8);
+    assertThat(text).as("Flyway's log of a first migration").contains("Successfully applied")
+        .doesNotContain("does not exist, skipping");
   }
 
   @Test

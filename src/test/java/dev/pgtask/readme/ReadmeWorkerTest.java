@@ -52,7 +52,7 @@ class ReadmeWorkerTest {
         try {
           await().atMost(Duration.ofSeconds(20)).until(() -> sql.count("SELECT count(*) FROM invoice_mail") == 1);
         } finally {
-          worker.close();   // stops claiming, lets running tasks finish (30 s by default), releases the rest
+          worker.close();   // stops claiming, lets running tasks finish (20 s by default), releases the rest
         }
         assertThat(sql.text("SELECT invoice_id || ' ' || idempotency_key FROM invoice_mail")).isEqualTo("42 pgtask-" + id);
         assertThat(sql.text("SELECT state FROM pgtask.tasks WHERE id = " + id)).isEqualTo("completed");

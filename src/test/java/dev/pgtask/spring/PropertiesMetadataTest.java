@@ -54,6 +54,6 @@ class PropertiesMetadataTest {
     assertThat(w.getFailedRetention()).isEqualTo(PgTaskWorker.DEFAULT_FAILED_RETENTION);
     assertThat(w.getListen().getPingInterval()).isEqualTo(PgTaskWorker.DEFAULT_LISTENER_PING_INTERVAL);
     assertThat(w.getShutdownTimeout()).isEqualTo(PgTaskProperties.DEFAULT_SHUTDOWN_TIMEOUT)
-        .isLessThan(PgTaskWorker.DEFAULT_SHUTDOWN_TIMEOUT);
+        .isEqualTo(PgTaskWorker.DEFAULT_SHUTDOWN_TIMEOUT);
   }
 }

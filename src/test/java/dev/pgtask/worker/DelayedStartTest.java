@@ -111,4 +111,26 @@ class DelayedStartTest {
       assertThat(lateness(e.getKey(), e.getValue())).as("task due at %s", e.getValue()).isLessThan(LATE_BOUND);
     }
   }
+
+  @Test
+  void delayedTasksEnqueuedBeforeTheWorkerStartedStartAtTheirTimeNotAtTheFirstPoll() throws Exception {
+    // enqueued while no worker of queue "deploy" listens: their notifications reach nobody
+    PgTask elsewhere = PgTask.create(otherPool);
+    Map<Long, Instant> due = new ConcurrentHashMap<>();
+    Instant base = Instant.now().plusMillis(5_000); // a start takes up to about 2 s (the listener's wait)
+    for (int i = 0; i < 3; i++) {
+      Instant at = base.plusMillis(700L * i);
+      due.put(elsewhere.enqueue(NewTask.of("test.delayed", null, TaskOptions.defaults().withQueue("deploy")
+          .withRunAt(at))), at);
+    }
+    try (PgTaskWorker deployed = PgTaskWorker.builder(queue.pool()).queues("deploy").concurrency(2).pollInterval(POLL)
+        .shutdownTimeout(Duration.ofSeconds(5)).workerId("deployed-1")
+        .handler("test.delayed", (ctx, payload) -> startedAt.put(ctx.taskId(), Instant.now()))
+        .build().start()) {
+      assertThat(Instant.now()).as("the worker started before the first task was due").isBefore(base);
+      for (Map.Entry<Long, Instant> e : due.entrySet()) {
+        assertThat(lateness(e.getKey(), e.getValue())).as("task due at %s", e.getValue()).isLessThan(LATE_BOUND);
+      }
+    }
+  }
 }

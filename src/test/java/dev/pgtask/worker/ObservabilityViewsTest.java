@@ -8,6 +8,7 @@ import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -94,5 +95,37 @@ class ObservabilityViewsTest {
     }
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.workers")).as("workers after shutdown").isZero();
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.running")).isZero();
+  }
+
+  @Test
+  void healthsOldestTransactionIsOneOfThisDatabaseNeverOneOfAnotherDatabaseOfTheServer() throws Exception {
+    try (TestDatabase other = TestDatabase.create("views_other", false);
+         Connection elsewhere = other.connect(); Statement inOther = elsewhere.createStatement();
+         Connection here = queue.database().connect(); Statement inHere = here.createStatement()) {
+      // the older transaction is in another database of the same server
+      elsewhere.setAutoCommit(false);
+      long otherPid = pid(inOther);
+      inOther.execute("SELECT txid_current()");
+      await().atMost(Duration.ofSeconds(5)).until(() -> queue.sql().count(
+          "SELECT count(*) FROM pg_stat_activity WHERE pid = " + otherPid + " AND backend_xid IS NOT NULL") == 1);
+      here.setAutoCommit(false);
+      long herePid = pid(inHere);
+      inHere.execute("SELECT txid_current()");
+      await().atMost(Duration.ofSeconds(5)).until(() -> queue.sql().count(
+          "SELECT count(*) FROM pg_stat_activity WHERE pid = " + herePid + " AND backend_xid IS NOT NULL") == 1);
+
+      assertThat(queue.sql().count("SELECT oldest_xact_pid FROM pgtask.health"))
+          .as("pgtask.health names the oldest transaction of its own database, not the older one of another database")
+          .isEqualTo(herePid);
+      elsewhere.rollback();
+      here.rollback();
+    }
+  }
+
+  private static long pid(Statement st) throws Exception {
+    try (ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+      rs.next();
+      return rs.getLong(1);
+    }
   }
 }

@@ -7,6 +7,7 @@ import dev.pgtask.internal.sql.gen.enums.TaskState;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import java.util.List;
 import org.jooq.DSLContext;
+import org.jooq.Field;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 
@@ -38,6 +39,35 @@ public final class IdleQueries {
         DSL.inline(dev.pgtask.internal.notifier.Listener.CHANNEL),
         DSL.val(queues.toArray(new String[0])).cast(SQLDataType.VARCHAR.array()),
         DSL.exists(claimableTask(queues, kinds))));
+  }
+
+  /**
+   * How long until each of the earliest {@code limit} distinct due times of this worker's tasks
+   * that are not due yet (available or retryable, not waiting behind their tenant's head, of one
+   * of {@code queues} not paused and of {@code kinds}, run_at in the future and finite), earliest
+   * first, by the database's clock. What a starting worker arms its due timer with: the
+   * notifications of those tasks' enqueues were sent before it listened. Reads the claimable
+   * index; locks nothing.
+   */
+  public static List<java.time.Duration> upcomingDue(DSLContext dsl, List<String> queues, List<String> kinds,
+      int limit) {
+    Task c = TASK.as("c");
+    var due = dsl.selectDistinct(c.RUN_AT)
+        .from(c)
+        .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
+        .and(c.BLOCKED.isFalse())
+        .and(c.QUEUE.in(queues))
+        .and(c.RUN_AT.gt(DSL.currentInstant()))
+        .and(c.RUN_AT.lt(DSL.field("'infinity'::timestamptz", java.time.Instant.class)))
+        .and(c.KIND.in(kinds))
+        .and(DSL.notExists(DSL.selectOne().from(PAUSED_QUEUE).where(PAUSED_QUEUE.QUEUE.eq(c.QUEUE))))
+        .orderBy(c.RUN_AT)
+        .limit(limit)
+        .asTable("d");
+    Field<Long> millis = DSL.field("ceil(extract(epoch FROM {0} - clock_timestamp()) * 1000)::bigint", Long.class,
+        due.field(c.RUN_AT));
+    return dsl.select(millis).from(due).orderBy(due.field(c.RUN_AT)).fetch(r -> java.time.Duration.ofMillis(
+        Math.max(0, r.value1())));
   }
 
   private static org.jooq.Select<?> claimableTask(List<String> queues, List<String> kinds) {

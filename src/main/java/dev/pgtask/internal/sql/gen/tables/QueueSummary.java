@@ -103,6 +103,11 @@ public class QueueSummary extends TableImpl<QueueSummaryRecord> {
      */
     public final TableField<QueueSummaryRecord, Boolean> PAUSED = createField(DSL.name("paused"), SQLDataType.BOOLEAN, this, "");
 
+    /**
+     * The column <code>pgtask.queue_summary.claimed_ahead</code>.
+     */
+    public final TableField<QueueSummaryRecord, Long> CLAIMED_AHEAD = createField(DSL.name("claimed_ahead"), SQLDataType.BIGINT, this, "");
+
     private QueueSummary(Name alias, Table<QueueSummaryRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

@@ -99,6 +99,11 @@ public class Running extends TableImpl<RunningRecord> {
      */
     public final TableField<RunningRecord, Instant> CANCEL_REQUESTED_AT = createField(DSL.name("cancel_requested_at"), SQLDataType.INSTANT, this, "");
 
+    /**
+     * The column <code>pgtask.running.claimed_ahead</code>.
+     */
+    public final TableField<RunningRecord, Boolean> CLAIMED_AHEAD = createField(DSL.name("claimed_ahead"), SQLDataType.BOOLEAN, this, "");
+
     private Running(Name alias, Table<RunningRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

@@ -183,6 +183,21 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
         return (Boolean) get(10);
     }
 
+    /**
+     * Setter for <code>pgtask.queue_summary.claimed_ahead</code>.
+     */
+    public QueueSummaryRecord setClaimedAhead(Long value) {
+        set(11, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.queue_summary.claimed_ahead</code>.
+     */
+    public Long getClaimedAhead() {
+        return (Long) get(11);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -197,7 +212,7 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
     /**
      * Create a detached, initialised QueueSummaryRecord
      */
-    public QueueSummaryRecord(String queue, Long scheduled, Long available, Long running, Long retryable, Long completed, Long cancelled, Long discarded, Long waitingForTenant, YearToSecond lag, Boolean paused) {
+    public QueueSummaryRecord(String queue, Long scheduled, Long available, Long running, Long retryable, Long completed, Long cancelled, Long discarded, Long waitingForTenant, YearToSecond lag, Boolean paused, Long claimedAhead) {
         super(QueueSummary.QUEUE_SUMMARY);
 
         setQueue(queue);
@@ -211,6 +226,7 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
         setWaitingForTenant(waitingForTenant);
         setLag(lag);
         setPaused(paused);
+        setClaimedAhead(claimedAhead);
         resetChangedOnNotNull();
     }
 }

@@ -170,6 +170,21 @@ public class RunningRecord extends TableRecordImpl<RunningRecord> {
         return (Instant) get(9);
     }
 
+    /**
+     * Setter for <code>pgtask.running.claimed_ahead</code>.
+     */
+    public RunningRecord setClaimedAhead(Boolean value) {
+        set(10, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.running.claimed_ahead</code>.
+     */
+    public Boolean getClaimedAhead() {
+        return (Boolean) get(10);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -184,7 +199,7 @@ public class RunningRecord extends TableRecordImpl<RunningRecord> {
     /**
      * Create a detached, initialised RunningRecord
      */
-    public RunningRecord(Long taskId, String kind, String queue, String tenant, String worker, Integer backendPid, Instant startedAt, YearToSecond runningFor, Boolean holdsTenantLock, Instant cancelRequestedAt) {
+    public RunningRecord(Long taskId, String kind, String queue, String tenant, String worker, Integer backendPid, Instant startedAt, YearToSecond runningFor, Boolean holdsTenantLock, Instant cancelRequestedAt, Boolean claimedAhead) {
         super(Running.RUNNING);
 
         setTaskId(taskId);
@@ -197,6 +212,7 @@ public class RunningRecord extends TableRecordImpl<RunningRecord> {
         setRunningFor(runningFor);
         setHoldsTenantLock(holdsTenantLock);
         setCancelRequestedAt(cancelRequestedAt);
+        setClaimedAhead(claimedAhead);
         resetChangedOnNotNull();
     }
 }
