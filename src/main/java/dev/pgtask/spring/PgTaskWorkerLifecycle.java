@@ -13,7 +13,6 @@ import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.autoconfigure.jdbc.DataSourceProperties;
 import org.springframework.context.SmartLifecycle;
 
 /**
@@ -43,7 +42,7 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
 
   private final PgTaskProperties.Worker settings;
   private final DataSource appDataSource;
-  private final DataSourceProperties dataSourceProperties;
+  private final ConnectionSettings datasourceSettings;
   private final Map<String, PgTaskHandler<?>> handlers;
   private final PgTaskMetrics metrics;
   private final Duration shutdownPhaseTimeout;
@@ -55,15 +54,22 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
   private List<String> kinds = List.of();
 
   PgTaskWorkerLifecycle(PgTaskProperties.Worker settings, DataSource appDataSource,
-      DataSourceProperties dataSourceProperties, Map<String, PgTaskHandler<?>> handlers, PgTaskMetrics metrics,
+      ConnectionSettings datasourceSettings, Map<String, PgTaskHandler<?>> handlers, PgTaskMetrics metrics,
       Duration shutdownPhaseTimeout) {
     this.settings = settings;
     this.appDataSource = appDataSource;
-    this.dataSourceProperties = dataSourceProperties;
+    this.datasourceSettings = datasourceSettings;
     this.handlers = handlers;
     this.metrics = metrics;
     this.shutdownPhaseTimeout = shutdownPhaseTimeout;
   }
+
+  /**
+   * {@code spring.datasource.url}, {@code username} and {@code password} as the application's
+   * environment gives them (each may be {@code null}): read as plain properties rather than through
+   * Boot's {@code DataSourceProperties}, which Boot 4 moved to another module and package.
+   */
+  record ConnectionSettings(String url, String username, String password) {}
 
   /** The running worker, or {@code null} when stopped (or not started: no handler beans). */
   public PgTaskWorker worker() {
@@ -172,10 +178,10 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
     HikariDataSource appHikari = unwrapHikari(appDataSource);
     if (appHikari != null) {
       appHikari.copyStateTo(config);
-    } else if (dataSourceProperties != null && dataSourceProperties.determineUrl() != null) {
-      config.setJdbcUrl(dataSourceProperties.determineUrl());
-      config.setUsername(dataSourceProperties.determineUsername());
-      config.setPassword(dataSourceProperties.determinePassword());
+    } else if (datasourceSettings != null && datasourceSettings.url() != null) {
+      config.setJdbcUrl(datasourceSettings.url());
+      config.setUsername(datasourceSettings.username());
+      config.setPassword(datasourceSettings.password());
     } else {
       throw new IllegalStateException("pgtask: the worker's own pool copies the settings of the application's"
           + " HikariDataSource or spring.datasource.url, and there is neither (the DataSource is a "
@@ -206,12 +212,12 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
 
   private String poolUser(DataSource ds) {
     HikariDataSource h = unwrapHikari(ds);
-    return h != null ? h.getUsername() : dataSourceProperties != null ? dataSourceProperties.determineUsername() : null;
+    return h != null ? h.getUsername() : datasourceSettings != null ? datasourceSettings.username() : null;
   }
 
   private String poolPassword(DataSource ds) {
     HikariDataSource h = unwrapHikari(ds);
-    return h != null ? h.getPassword() : dataSourceProperties != null ? dataSourceProperties.determinePassword() : null;
+    return h != null ? h.getPassword() : datasourceSettings != null ? datasourceSettings.password() : null;
   }
 
   @Override
