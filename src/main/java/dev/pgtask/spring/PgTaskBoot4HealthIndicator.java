@@ -7,7 +7,7 @@ import org.springframework.boot.health.contributor.Health;
 /**
  * The actuator health indicator {@code pgtask} ({@code /actuator/health/pgtask}) on Spring Boot 4
  * (health types in {@code org.springframework.boot.health.contributor}); what it reports:
- * {@link PgTaskHealthCheck}. On Boot 3.5: {@link PgTaskHealthIndicator}.
+ * {@code PgTaskHealthCheck}. On Boot 3.5: {@link PgTaskHealthIndicator}.
  */
 public final class PgTaskBoot4HealthIndicator extends AbstractHealthIndicator {
 

@@ -6,7 +6,7 @@ import org.springframework.boot.actuate.health.Health;
 
 /**
  * The actuator health indicator {@code pgtask} ({@code /actuator/health/pgtask}) on Spring Boot 3.5;
- * what it reports: {@link PgTaskHealthCheck}. On Boot 4: {@link PgTaskBoot4HealthIndicator}.
+ * what it reports: {@code PgTaskHealthCheck}. On Boot 4: {@link PgTaskBoot4HealthIndicator}.
  */
 public final class PgTaskHealthIndicator extends AbstractHealthIndicator {
 
