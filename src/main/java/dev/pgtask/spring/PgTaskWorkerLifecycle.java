@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.PgTaskMetrics;
 import dev.pgtask.PgTaskWorker;
+import dev.pgtask.testing.PgTaskTester;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -132,7 +133,47 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
     }
   }
 
+  /**
+   * A tester that runs this application's due tasks (or one task) in the calling thread, through a
+   * worker built as this one is (queues, kinds, retry backoff, timeouts, metrics) whose handlers are
+   * the handler beans with the same transaction binding: their JdbcTemplate, jOOQ and
+   * {@code @Transactional} code joins the task's transaction and rolls back with a failed attempt.
+   * The tester's worker is never started; it runs on the application's {@code DataSource}, one task
+   * at a time. For tests, with {@code pgtask.worker.auto-startup=false} (docs/testing.md).
+   *
+   * @throws IllegalStateException when this worker is running: it would claim the same tasks in the
+   *     background
+   */
+  public PgTaskTester tester() {
+    synchronized (lock) {
+      if (worker != null) {
+        throw new IllegalStateException("pgtask: the application's worker is running and would claim the tester's"
+            + " tasks in the background: set pgtask.worker.auto-startup=false in the test's properties");
+      }
+      if (handlers.isEmpty()) {
+        throw new IllegalStateException("pgtask: no PgTaskHandler beans in the application context: nothing to run");
+      }
+      // one task at a time in the calling thread: concurrency 1, so the application's pool suffices
+      return PgTaskTester.of(builder(appDataSource).concurrency(1).build());
+    }
+  }
+
   private PgTaskWorker build(DataSource workerDataSource) {
+    PgTaskWorker.Builder b = builder(workerDataSource);
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      String hint = settings.isOwnPool()
+          ? " (the worker's own pool: pgtask.worker.pool-size, pgtask.worker.concurrency)"
+          : " (pgtask.worker.own-pool=false: the application's pool, spring.datasource.hikari.maximum-pool-size,"
+              + " must have more connections than pgtask.worker.concurrency; or remove pgtask.worker.own-pool=false"
+              + " to give the worker its own pool)";
+      throw new IllegalStateException(e.getMessage() + hint);
+    }
+  }
+
+  /** The worker's builder with every setting and the handler beans, bound to the application's transactions. */
+  private PgTaskWorker.Builder builder(DataSource workerDataSource) {
     PgTaskWorker.Builder b = PgTaskWorker.builder(workerDataSource)
         .queues(settings.getQueues().toArray(String[]::new))
         .concurrency(settings.getConcurrency())
@@ -160,16 +201,7 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
       b.listenConnection(() -> DriverManager.getConnection(url, user, password));
     }
     kinds = PgTaskHandlers.register(b, handlers, appDataSource);
-    try {
-      return b.build();
-    } catch (IllegalArgumentException e) {
-      String hint = settings.isOwnPool()
-          ? " (the worker's own pool: pgtask.worker.pool-size, pgtask.worker.concurrency)"
-          : " (pgtask.worker.own-pool=false: the application's pool, spring.datasource.hikari.maximum-pool-size,"
-              + " must have more connections than pgtask.worker.concurrency; or remove pgtask.worker.own-pool=false"
-              + " to give the worker its own pool)";
-      throw new IllegalStateException(e.getMessage() + hint);
-    }
+    return b;
   }
 
   /** The worker's own HikariCP pool, from the application pool's settings or spring.datasource.*. */
@@ -266,6 +298,12 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
     synchronized (lock) {
       return worker != null;
     }
+  }
+
+  /** {@code pgtask.worker.auto-startup}: false leaves the worker stopped (tests use {@link #tester()}). */
+  @Override
+  public boolean isAutoStartup() {
+    return settings.isAutoStartup();
   }
 
   /** The last phase: starts after every other lifecycle bean, stops before them. */
