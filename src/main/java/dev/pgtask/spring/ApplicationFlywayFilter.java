@@ -37,7 +37,10 @@ import org.springframework.core.io.support.ResourcePatternUtils;
 public final class ApplicationFlywayFilter implements AutoConfigurationImportFilter, EnvironmentAware,
     ResourceLoaderAware {
 
-  static final String FLYWAY_AUTO_CONFIGURATION = "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration";
+  /** Boot's Flyway auto-configuration: Boot 3.5's class, and Boot 4's (module spring-boot-flyway). */
+  static final java.util.Set<String> FLYWAY_AUTO_CONFIGURATIONS = java.util.Set.of(
+      "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration",
+      "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration");
   static final String DEFAULT_LOCATION = "classpath*:db/migration/**/*";
   private static final ConfigurationPropertyName SPRING_FLYWAY = ConfigurationPropertyName.of("spring.flyway");
 
@@ -61,7 +64,7 @@ public final class ApplicationFlywayFilter implements AutoConfigurationImportFil
     boolean[] match = new boolean[autoConfigurationClasses.length];
     Arrays.fill(match, true);
     for (int i = 0; i < autoConfigurationClasses.length; i++) {
-      if (FLYWAY_AUTO_CONFIGURATION.equals(autoConfigurationClasses[i]) && !applicationUsesFlyway()) {
+      if (autoConfigurationClasses[i] != null && FLYWAY_AUTO_CONFIGURATIONS.contains(autoConfigurationClasses[i]) && !applicationUsesFlyway()) {
         match[i] = false;
         log.info("pgtask: Spring Boot's Flyway auto-configuration is off: the application has no migrations at"
             + " classpath:db/migration and no spring.flyway.* settings (flyway-core is on the classpath for"

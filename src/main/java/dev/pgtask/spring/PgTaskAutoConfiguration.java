@@ -13,8 +13,6 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
-import org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration;
-import org.springframework.boot.autoconfigure.jdbc.DataSourceProperties;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.annotation.Bean;
@@ -26,9 +24,17 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
  * the thread's Spring-managed transaction, and a worker that runs the {@link PgTaskHandler} beans
  * inside the task's transaction and starts and stops with the context. Active when the application
  * has a {@code DataSource}; every bean backs off when the application defines its own.
+ *
+ * <p>Runs on Spring Boot 3.5 and 4: it names the auto-configurations it orders itself after by their
+ * class names on both lines, and uses none of the types Boot 4 moved ({@code DataSourceProperties}:
+ * the worker's own pool reads {@code spring.datasource.url}, {@code username} and {@code password}
+ * with the {@link Binder}).
  */
-@AutoConfiguration(after = DataSourceAutoConfiguration.class,
-    afterName = "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration")
+@AutoConfiguration(afterName = {
+    "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration", // Boot 3.5
+    "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration", // Boot 4
+    "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration", // Boot 3.5
+    "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration"}) // Boot 4
 @ConditionalOnClass({PgTask.class, DataSourceUtils.class})
 @ConditionalOnBean(DataSource.class)
 @EnableConfigurationProperties(PgTaskProperties.class)
@@ -56,11 +62,16 @@ public class PgTaskAutoConfiguration {
   @ConditionalOnMissingBean
   @ConditionalOnProperty(prefix = "pgtask.worker", name = "enabled", matchIfMissing = true)
   public PgTaskWorkerLifecycle pgTaskWorker(PgTaskProperties properties, DataSource dataSource, PgTaskMigrator migrator,
-      ObjectProvider<DataSourceProperties> dataSourceProperties, ObjectProvider<PgTaskMetrics> metrics,
+      ObjectProvider<PgTaskMetrics> metrics,
       ConfigurableListableBeanFactory beanFactory, Environment environment) {
     Duration phase = Binder.get(environment).bind("spring.lifecycle.timeout-per-shutdown-phase", Duration.class)
         .orElse(Duration.ofSeconds(30));
-    return new PgTaskWorkerLifecycle(properties.getWorker(), dataSource, dataSourceProperties.getIfAvailable(),
+    Binder binder = Binder.get(environment);
+    PgTaskWorkerLifecycle.ConnectionSettings datasourceSettings = new PgTaskWorkerLifecycle.ConnectionSettings(
+        binder.bind("spring.datasource.url", String.class).orElse(null),
+        binder.bind("spring.datasource.username", String.class).orElse(null),
+        binder.bind("spring.datasource.password", String.class).orElse(null));
+    return new PgTaskWorkerLifecycle(properties.getWorker(), dataSource, datasourceSettings,
         new LazyHandlers(beanFactory), metrics.getIfAvailable(() -> PgTaskMetrics.NOOP), phase);
   }
 

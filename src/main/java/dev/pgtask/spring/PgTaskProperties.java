@@ -56,6 +56,11 @@ public class PgTaskProperties {
   public static class Worker {
     /** Whether to run a worker in this application (it starts only when handler beans exist). */
     private boolean enabled = true;
+    /**
+     * Whether the worker starts with the application context. False in tests that run tasks in the
+     * test thread through PgTaskWorkerLifecycle.tester() (docs/testing.md).
+     */
+    private boolean autoStartup = true;
     /** The queues to claim from. */
     private List<String> queues = new ArrayList<>(List.of("default"));
     /** Tasks executed at once. */
@@ -110,6 +115,8 @@ public class PgTaskProperties {
 
     public boolean isEnabled() { return enabled; }
     public void setEnabled(boolean enabled) { this.enabled = enabled; }
+    public boolean isAutoStartup() { return autoStartup; }
+    public void setAutoStartup(boolean autoStartup) { this.autoStartup = autoStartup; }
     public List<String> getQueues() { return queues; }
     public void setQueues(List<String> queues) { this.queues = queues; }
     public int getConcurrency() { return concurrency; }

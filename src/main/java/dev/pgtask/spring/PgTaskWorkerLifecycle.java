@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.PgTaskMetrics;
 import dev.pgtask.PgTaskWorker;
+import dev.pgtask.testing.PgTaskTester;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -13,7 +14,6 @@ import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.autoconfigure.jdbc.DataSourceProperties;
 import org.springframework.context.SmartLifecycle;
 
 /**
@@ -43,7 +43,7 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
 
   private final PgTaskProperties.Worker settings;
   private final DataSource appDataSource;
-  private final DataSourceProperties dataSourceProperties;
+  private final ConnectionSettings datasourceSettings;
   private final Map<String, PgTaskHandler<?>> handlers;
   private final PgTaskMetrics metrics;
   private final Duration shutdownPhaseTimeout;
@@ -55,15 +55,22 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
   private List<String> kinds = List.of();
 
   PgTaskWorkerLifecycle(PgTaskProperties.Worker settings, DataSource appDataSource,
-      DataSourceProperties dataSourceProperties, Map<String, PgTaskHandler<?>> handlers, PgTaskMetrics metrics,
+      ConnectionSettings datasourceSettings, Map<String, PgTaskHandler<?>> handlers, PgTaskMetrics metrics,
       Duration shutdownPhaseTimeout) {
     this.settings = settings;
     this.appDataSource = appDataSource;
-    this.dataSourceProperties = dataSourceProperties;
+    this.datasourceSettings = datasourceSettings;
     this.handlers = handlers;
     this.metrics = metrics;
     this.shutdownPhaseTimeout = shutdownPhaseTimeout;
   }
+
+  /**
+   * {@code spring.datasource.url}, {@code username} and {@code password} as the application's
+   * environment gives them (each may be {@code null}): read as plain properties rather than through
+   * Boot's {@code DataSourceProperties}, which Boot 4 moved to another module and package.
+   */
+  record ConnectionSettings(String url, String username, String password) {}
 
   /** The running worker, or {@code null} when stopped (or not started: no handler beans). */
   public PgTaskWorker worker() {
@@ -126,7 +133,47 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
     }
   }
 
+  /**
+   * A tester that runs this application's due tasks (or one task) in the calling thread, through a
+   * worker built as this one is (queues, kinds, retry backoff, timeouts, metrics) whose handlers are
+   * the handler beans with the same transaction binding: their JdbcTemplate, jOOQ and
+   * {@code @Transactional} code joins the task's transaction and rolls back with a failed attempt.
+   * The tester's worker is never started; it runs on the application's {@code DataSource}, one task
+   * at a time. For tests, with {@code pgtask.worker.auto-startup=false} (docs/testing.md).
+   *
+   * @throws IllegalStateException when this worker is running: it would claim the same tasks in the
+   *     background
+   */
+  public PgTaskTester tester() {
+    synchronized (lock) {
+      if (worker != null) {
+        throw new IllegalStateException("pgtask: the application's worker is running and would claim the tester's"
+            + " tasks in the background: set pgtask.worker.auto-startup=false in the test's properties");
+      }
+      if (handlers.isEmpty()) {
+        throw new IllegalStateException("pgtask: no PgTaskHandler beans in the application context: nothing to run");
+      }
+      // one task at a time in the calling thread: concurrency 1, so the application's pool suffices
+      return PgTaskTester.of(builder(appDataSource).concurrency(1).build());
+    }
+  }
+
   private PgTaskWorker build(DataSource workerDataSource) {
+    PgTaskWorker.Builder b = builder(workerDataSource);
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      String hint = settings.isOwnPool()
+          ? " (the worker's own pool: pgtask.worker.pool-size, pgtask.worker.concurrency)"
+          : " (pgtask.worker.own-pool=false: the application's pool, spring.datasource.hikari.maximum-pool-size,"
+              + " must have more connections than pgtask.worker.concurrency; or remove pgtask.worker.own-pool=false"
+              + " to give the worker its own pool)";
+      throw new IllegalStateException(e.getMessage() + hint);
+    }
+  }
+
+  /** The worker's builder with every setting and the handler beans, bound to the application's transactions. */
+  private PgTaskWorker.Builder builder(DataSource workerDataSource) {
     PgTaskWorker.Builder b = PgTaskWorker.builder(workerDataSource)
         .queues(settings.getQueues().toArray(String[]::new))
         .concurrency(settings.getConcurrency())
@@ -154,16 +201,7 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
       b.listenConnection(() -> DriverManager.getConnection(url, user, password));
     }
     kinds = PgTaskHandlers.register(b, handlers, appDataSource);
-    try {
-      return b.build();
-    } catch (IllegalArgumentException e) {
-      String hint = settings.isOwnPool()
-          ? " (the worker's own pool: pgtask.worker.pool-size, pgtask.worker.concurrency)"
-          : " (pgtask.worker.own-pool=false: the application's pool, spring.datasource.hikari.maximum-pool-size,"
-              + " must have more connections than pgtask.worker.concurrency; or remove pgtask.worker.own-pool=false"
-              + " to give the worker its own pool)";
-      throw new IllegalStateException(e.getMessage() + hint);
-    }
+    return b;
   }
 
   /** The worker's own HikariCP pool, from the application pool's settings or spring.datasource.*. */
@@ -172,10 +210,10 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
     HikariDataSource appHikari = unwrapHikari(appDataSource);
     if (appHikari != null) {
       appHikari.copyStateTo(config);
-    } else if (dataSourceProperties != null && dataSourceProperties.determineUrl() != null) {
-      config.setJdbcUrl(dataSourceProperties.determineUrl());
-      config.setUsername(dataSourceProperties.determineUsername());
-      config.setPassword(dataSourceProperties.determinePassword());
+    } else if (datasourceSettings != null && datasourceSettings.url() != null) {
+      config.setJdbcUrl(datasourceSettings.url());
+      config.setUsername(datasourceSettings.username());
+      config.setPassword(datasourceSettings.password());
     } else {
       throw new IllegalStateException("pgtask: the worker's own pool copies the settings of the application's"
           + " HikariDataSource or spring.datasource.url, and there is neither (the DataSource is a "
@@ -206,12 +244,12 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
 
   private String poolUser(DataSource ds) {
     HikariDataSource h = unwrapHikari(ds);
-    return h != null ? h.getUsername() : dataSourceProperties != null ? dataSourceProperties.determineUsername() : null;
+    return h != null ? h.getUsername() : datasourceSettings != null ? datasourceSettings.username() : null;
   }
 
   private String poolPassword(DataSource ds) {
     HikariDataSource h = unwrapHikari(ds);
-    return h != null ? h.getPassword() : dataSourceProperties != null ? dataSourceProperties.determinePassword() : null;
+    return h != null ? h.getPassword() : datasourceSettings != null ? datasourceSettings.password() : null;
   }
 
   @Override
@@ -260,6 +298,12 @@ public final class PgTaskWorkerLifecycle implements SmartLifecycle {
     synchronized (lock) {
       return worker != null;
     }
+  }
+
+  /** {@code pgtask.worker.auto-startup}: false leaves the worker stopped (tests use {@link #tester()}). */
+  @Override
+  public boolean isAutoStartup() {
+    return settings.isAutoStartup();
   }
 
   /** The last phase: starts after every other lifecycle bean, stops before them. */

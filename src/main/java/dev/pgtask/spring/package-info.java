@@ -1,5 +1,5 @@
 /**
- * pgtask for Spring Boot 3.5: auto-configuration activated by the dependency.
+ * pgtask for Spring Boot 3.5, 4.0 and 4.1: auto-configuration activated by the dependency.
  *
  * <p>The transaction protocol. Producer side: {@link dev.pgtask.PgTask}'s enqueues that are given
  * no connection ask {@link dev.pgtask.CurrentTransaction}, here {@code SpringCurrentTransaction}, for
@@ -11,6 +11,9 @@
  * application's JDBC code joins the task's transaction instead of committing on its own.
  *
  * <p>Flyway: {@link dev.pgtask.spring.ApplicationFlywayFilter} keeps Boot's own Flyway
- * auto-configuration only for applications that use Flyway themselves. See docs/spring-boot.md.
+ * auto-configuration only for applications that use Flyway themselves.
+ *
+ * <p>One jar for Spring Boot 3.5 and 4: nothing here uses a type Boot 4 moved except the two health
+ * indicators, each registered only when its line's health types are present. See docs/spring-boot.md.
  */
 package dev.pgtask.spring;

@@ -49,8 +49,11 @@ class ApplicationFlywayTest {
     ApplicationFlywayFilter filter = new ApplicationFlywayFilter();
     filter.setEnvironment(env);
     filter.setResourceLoader(new DefaultResourceLoader(loader));
-    boolean[] match = filter.match(new String[] {"x.Other", ApplicationFlywayFilter.FLYWAY_AUTO_CONFIGURATION}, null);
+    boolean[] match = filter.match(new String[] {"x.Other",
+        "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration", // Boot 3.5
+        "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration"}, null); // Boot 4
     assertThat(match[0]).as("other auto-configurations are never filtered").isTrue();
+    assertThat(match[2]).as("Boot 4's Flyway auto-configuration is kept or filtered as Boot 3.5's").isEqualTo(match[1]);
     return match[1];
   }
 

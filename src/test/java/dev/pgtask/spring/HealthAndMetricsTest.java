@@ -16,9 +16,7 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.HealthEndpoint;
-import org.springframework.boot.actuate.health.Status;
+import org.springframework.boot.SpringBootVersion;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Configuration;
@@ -59,9 +57,17 @@ class HealthAndMetricsTest {
     db.close();
   }
 
-  @SuppressWarnings("unchecked")
-  private static Health pgtaskHealth() {
-    return (Health) app.getBean(HealthEndpoint.class).healthForPath("pgtask");
+  /** The {@code pgtask} contributor as the running Boot line's health endpoint reports it. */
+  private static LineHealth pgtaskHealth() {
+    return LineHealth.of(app, "pgtask");
+  }
+
+  @Test
+  void theIndicatorOfTheRunningBootLineIsRegistered() {
+    Object indicator = app.getBean("pgtaskHealthIndicator");
+    Class<?> expected = SpringBootVersion.getVersion().startsWith("3.") ? PgTaskHealthIndicator.class
+        : PgTaskBoot4HealthIndicator.class;
+    assertThat(indicator).as("Spring Boot " + SpringBootVersion.getVersion()).isInstanceOf(expected);
   }
 
   @Test
@@ -69,27 +75,31 @@ class HealthAndMetricsTest {
     PgTask pgTask = app.getBean(PgTask.class);
     pgTask.enqueue(NewTask.of("spring.nobody", "{}"));
     await().atMost(Duration.ofSeconds(30)).until(() -> {
-      Health h = pgtaskHealth();
-      Map<String, Object> w = (Map<String, Object>) h.getDetails().get("worker");
+      LineHealth h = pgtaskHealth();
+      Map<String, Object> w = (Map<String, Object>) h.details().get("worker");
       return w != null && Boolean.TRUE.equals(w.get("listening")) && w.get("lastClaimAt") != null
-          && Long.valueOf(1).equals(h.getDetails().get("unhandledTasks"));
+          && Long.valueOf(1).equals(h.details().get("unhandledTasks"));
     });
-    Health h = pgtaskHealth();
-    assertThat(h.getStatus()).isEqualTo(Status.UP);
-    assertThat(h.getDetails()).containsKeys("oldestDueLagSeconds", "notificationQueueUsage", "unservedTasks", "tenantsStuck");
-    assertThat((List<Map<String, Object>>) h.getDetails().get("unrunnable"))
+    LineHealth h = pgtaskHealth();
+    assertThat(h.status()).isEqualTo("UP");
+    assertThat(h.details()).containsKeys("oldestDueLagSeconds", "notificationQueueUsage", "unservedTasks", "tenantsStuck");
+    assertThat((List<Map<String, Object>>) h.details().get("unrunnable"))
         .anySatisfy(u -> assertThat(u).containsEntry("kind", "spring.nobody").containsEntry("reason", "unhandled_kind"));
-    assertThat((List<String>) h.getDetails().get("warnings")).anySatisfy(s -> assertThat(s).contains("no live worker"));
-    assertThat((double) h.getDetails().get("notificationQueueUsage")).isBetween(0.0, 1.0);
+    assertThat((List<String>) h.details().get("warnings")).anySatisfy(s -> assertThat(s).contains("no live worker"));
+    assertThat((double) h.details().get("notificationQueueUsage")).isBetween(0.0, 1.0);
   }
 
   @Test
-  void theIndicatorIsDownWhenTheDatabaseCannotBeQueried() {
+  void theIndicatorIsDownWhenTheDatabaseCannotBeQueried() throws Exception {
     org.postgresql.ds.PGSimpleDataSource nowhere = new org.postgresql.ds.PGSimpleDataSource();
     nowhere.setURL(db.url().replaceFirst("/[^/?]+(\\?|$)", "/pgtask_no_such_database$1"));
     nowhere.setUser(db.user());
-    Health h = new PgTaskHealthIndicator(nowhere, null, new PgTaskProperties()).health();
-    assertThat(h.getStatus()).isEqualTo(Status.DOWN);
+    // the running line's indicator class, over a data source that cannot connect
+    Class<?> line = app.getBean("pgtaskHealthIndicator").getClass();
+    var constructor = line.getDeclaredConstructor(javax.sql.DataSource.class, PgTaskWorkerLifecycle.class,
+        PgTaskProperties.class);
+    Object indicator = constructor.newInstance(nowhere, null, new PgTaskProperties());
+    assertThat(LineHealth.of(line.getMethod("health").invoke(indicator)).status()).isEqualTo("DOWN");
   }
 
   @Test

@@ -1,0 +1,139 @@
+package dev.pgtask.spring;
+
+import dev.pgtask.PgTaskWorker;
+import dev.pgtask.internal.sql.OpsQueries;
+import dev.pgtask.internal.sql.Sql;
+import dev.pgtask.internal.sql.gen.tables.records.HealthRecord;
+import dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord;
+import dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+
+/**
+ * What the actuator health indicator {@code pgtask} ({@code /actuator/health/pgtask}) reports, free
+ * of Spring Boot's health types: {@link PgTaskHealthIndicator} (Boot 3.5) and
+ * {@link PgTaskBoot4HealthIndicator} (Boot 4, whose health types live in another package) only hand
+ * the result to their line's {@code Health.Builder}. A query that fails throws; the indicators
+ * turn that into DOWN.
+ *
+ * <p>DOWN when the database cannot be queried, or when this application's worker has made no
+ * successful claim for {@code pgtask.health.claim-stall} (default three poll intervals plus 30 s):
+ * a worker claims at least once per poll interval, so its claim loop is stuck. Otherwise UP, with
+ * warnings for what needs a person: the LISTEN connection is down (the worker falls back to
+ * polling), due tasks that no live worker serves or handles ({@code pgtask.unrunnable}), the oldest
+ * due task's lag above {@code pgtask.health.lag-warning}, and the notification queue's fill level
+ * above {@code pgtask.health.notification-queue-warning} (a full queue fails every committing
+ * enqueue). Details:
+ * <ul>
+ *   <li>{@code worker}: id, listening, lastClaimAt, lastClaimAgeSeconds (absent when this
+ *       application runs no worker);</li>
+ *   <li>{@code oldestDueLagSeconds}: how long the oldest due task of the worker's queues (of all
+ *       queues, without a worker) has waited, from {@code pgtask.queue_summary};</li>
+ *   <li>{@code unservedTasks}, {@code unhandledTasks}, {@code tenantsStuck} and {@code unrunnable}
+ *       (queue, kind, reason, tasks) from {@code pgtask.health} and {@code pgtask.unrunnable};</li>
+ *   <li>{@code notificationQueueUsage}: {@code pg_notification_queue_usage()}, 0..1;</li>
+ *   <li>{@code warnings}: the list above, in words.</li>
+ * </ul>
+ * The indicator runs three read-only queries on the application's pool; it takes no lock. Use it
+ * for readiness and alerting, not for liveness: restarting the application cures none of the
+ * conditions it reports.
+ */
+final class PgTaskHealthCheck {
+
+  /** UP or DOWN, and the details in the order they are reported. */
+  record Result(boolean up, Map<String, Object> details) {}
+
+  private final DataSource dataSource;
+  private final PgTaskWorkerLifecycle worker;
+  private final PgTaskProperties properties;
+
+  PgTaskHealthCheck(DataSource dataSource, PgTaskWorkerLifecycle worker, PgTaskProperties properties) {
+    this.dataSource = dataSource;
+    this.worker = worker;
+    this.properties = properties;
+  }
+
+  Result check() {
+    Map<String, Object> details = new LinkedHashMap<>();
+    DSLContext dsl = Sql.using(dataSource);
+    HealthRecord h = OpsQueries.selectHealth(dsl);
+    List<QueueSummaryRecord> queues = OpsQueries.selectQueueSummary(dsl);
+    List<UnrunnableRecord> unrunnable = OpsQueries.selectUnrunnable(dsl);
+    List<String> warnings = new ArrayList<>();
+    boolean down = false;
+
+    PgTaskWorker w = worker == null ? null : worker.worker();
+    List<String> servedQueues = w == null ? null : properties.getWorker().getQueues();
+    if (w != null) {
+      Map<String, Object> wd = new LinkedHashMap<>();
+      wd.put("id", w.workerId());
+      wd.put("listening", w.listening());
+      Instant last = w.lastClaimAt();
+      wd.put("lastClaimAt", last == null ? null : last.toString());
+      Duration age = last == null ? null : Duration.between(last, Instant.now());
+      wd.put("lastClaimAgeSeconds", age == null ? null : age.toMillis() / 1000.0);
+      wd.put("kinds", worker.kinds());
+      details.put("worker", wd);
+      Duration stall = properties.getHealth().getClaimStall() != null ? properties.getHealth().getClaimStall()
+          : properties.getWorker().getPollInterval().multipliedBy(3).plusSeconds(30);
+      if (age != null && age.compareTo(stall) > 0) {
+        down = true;
+        warnings.add("no successful claim for " + age.toSeconds() + " s (pgtask.health.claim-stall " + stall + ")");
+      }
+      if (!w.listening()) {
+        warnings.add("the LISTEN connection is down: the worker polls every " + properties.getWorker().getPollInterval());
+      }
+    }
+
+    Duration lag = Duration.ZERO;
+    for (QueueSummaryRecord q : queues) {
+      if (servedQueues == null || servedQueues.contains(q.getQueue())) {
+        Duration l = q.getLag() == null ? Duration.ZERO : q.getLag().toDuration();
+        if (l.compareTo(lag) > 0) {
+          lag = l;
+        }
+      }
+    }
+    details.put("oldestDueLagSeconds", lag.toMillis() / 1000.0);
+    if (lag.compareTo(properties.getHealth().getLagWarning()) > 0) {
+      warnings.add("the oldest due task has waited " + lag.toSeconds() + " s");
+    }
+
+    long unserved = h.getUnservedTasks() == null ? 0 : h.getUnservedTasks();
+    long unhandled = h.getUnhandledTasks() == null ? 0 : h.getUnhandledTasks();
+    details.put("unservedTasks", unserved);
+    details.put("unhandledTasks", unhandled);
+    details.put("tenantsStuck", h.getTenantsStuck() == null ? 0 : h.getTenantsStuck());
+    List<Map<String, Object>> u = new ArrayList<>();
+    for (UnrunnableRecord r : unrunnable) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("queue", r.getQueue());
+      m.put("kind", r.getKind());
+      m.put("reason", r.getReason());
+      m.put("tasks", r.getTasks());
+      u.add(m);
+    }
+    details.put("unrunnable", u);
+    if (unserved > 0) {
+      warnings.add(unserved + " due task(s) in queues that no live worker serves");
+    }
+    if (unhandled > 0) {
+      warnings.add(unhandled + " due task(s) of kinds that no live worker of their queue handles");
+    }
+
+    double usage = h.getNotificationQueueUsage() == null ? 0 : h.getNotificationQueueUsage();
+    details.put("notificationQueueUsage", usage);
+    if (usage > properties.getHealth().getNotificationQueueWarning()) {
+      warnings.add("the notification queue is " + Math.round(usage * 100) + "% full: a session that LISTENs"
+          + " idles in an open transaction; at 100% every enqueue's commit fails");
+    }
+    details.put("warnings", warnings);
+    return new Result(!down, details);
+  }
+}
