@@ -53,7 +53,6 @@ $$;
 -- (pgtask.payload_limits). p_text: p_payload::text, which the caller has. Walks the payload
 -- (jsonpath, in C) once per kind of limit the text is long enough to break, after a cheaper test
 -- that rules most payloads out. Never mentions the payload's contents.
-DROP FUNCTION IF EXISTS pgtask.payload_limit_error(jsonb, integer);
 CREATE OR REPLACE FUNCTION pgtask.payload_limit_error(p_payload jsonb, p_text text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
