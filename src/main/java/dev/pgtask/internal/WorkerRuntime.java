@@ -130,17 +130,23 @@ public final class WorkerRuntime {
 
   /** The earliest due times a starting worker reads (beyond them, the poll finds the tasks). */
   static final int UPCOMING_DUE_READ = 100;
+  /** How long the start's read of those due times waits for a lock on the task table. */
+  static final Duration UPCOMING_DUE_LOCK_WAIT = Duration.ofMillis(200);
 
   /**
    * Arms the producer's due timer with the earliest due times of this worker's tasks that are not
    * due yet: their enqueues' notifications were sent before this worker listened, so without this a
    * task delayed to a moment soon after a start (a deploy) would wait for the first poll. After the
-   * listener listens (a task enqueued from then on is heard of), before the first claim.
+   * listener listens (a task enqueued from then on is heard of), before the first claim. Bounded on
+   * the server, with a short lock wait: the start must not wait on a lock someone holds on the task
+   * table (the first poll finds the tasks then).
    */
   private void armUpcomingDue() {
     try {
-      for (java.time.Duration d : dev.pgtask.internal.sql.IdleQueries.upcomingDue(
-          dev.pgtask.internal.sql.Sql.using(config.dataSource()), config.queues(), config.kinds(), UPCOMING_DUE_READ)) {
+      java.util.List<Duration> due = config.transactionBounds().withLock(UPCOMING_DUE_LOCK_WAIT).inTransaction(
+          config.dataSource(), tx -> dev.pgtask.internal.sql.IdleQueries.upcomingDue(tx, config.queues(), config.kinds(),
+              UPCOMING_DUE_READ));
+      for (java.time.Duration d : due) {
         producer.dueIn(d);
       }
     } catch (RuntimeException e) {
