@@ -13,6 +13,7 @@ import dev.pgtask.internal.sql.gen.routines.CronMacro;
 import dev.pgtask.internal.sql.gen.routines.CronNext;
 import dev.pgtask.internal.sql.gen.routines.CronParse;
 import dev.pgtask.internal.sql.gen.routines.DeleteTask;
+import dev.pgtask.internal.sql.gen.routines.DueSince;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
 import dev.pgtask.internal.sql.gen.routines.ExplainDuration;
 import dev.pgtask.internal.sql.gen.routines.ExplainTask;
@@ -23,12 +24,16 @@ import dev.pgtask.internal.sql.gen.routines.GrantProducer;
 import dev.pgtask.internal.sql.gen.routines.NotifySchedules;
 import dev.pgtask.internal.sql.gen.routines.PauseQueue;
 import dev.pgtask.internal.sql.gen.routines.PauseSchedule;
+import dev.pgtask.internal.sql.gen.routines.PayloadLimitError;
+import dev.pgtask.internal.sql.gen.routines.PayloadLimits;
+import dev.pgtask.internal.sql.gen.routines.PayloadLimitsWalkAbove;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
 import dev.pgtask.internal.sql.gen.routines.RaiseScheduleError;
 import dev.pgtask.internal.sql.gen.routines.ReleaseMaintenanceLease;
 import dev.pgtask.internal.sql.gen.routines.ResumeQueue;
 import dev.pgtask.internal.sql.gen.routines.ResumeSchedule;
 import dev.pgtask.internal.sql.gen.routines.RetryTask;
+import dev.pgtask.internal.sql.gen.routines.RunAtError;
 import dev.pgtask.internal.sql.gen.routines.Schedule;
 import dev.pgtask.internal.sql.gen.routines.ScheduleGrace;
 import dev.pgtask.internal.sql.gen.routines.ScheduleNextDueIn;
@@ -36,6 +41,8 @@ import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.Unschedule;
 import dev.pgtask.internal.sql.gen.routines.UpdateTask;
+import dev.pgtask.internal.sql.gen.routines.Utf16Length;
+import dev.pgtask.internal.sql.gen.routines.Utf16MayExceed;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
@@ -351,6 +358,50 @@ public class Routines {
         p.setTaskId(taskId);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.due_since</code>
+     */
+    public static Instant dueSince(
+          Configuration configuration
+        , Instant pRunAt
+        , Instant pCreatedAt
+    ) {
+        DueSince f = new DueSince();
+        f.setPRunAt(pRunAt);
+        f.setPCreatedAt(pCreatedAt);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.due_since</code> as a field.
+     */
+    public static Field<Instant> dueSince(
+          Instant pRunAt
+        , Instant pCreatedAt
+    ) {
+        DueSince f = new DueSince();
+        f.setPRunAt(pRunAt);
+        f.setPCreatedAt(pCreatedAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.due_since</code> as a field.
+     */
+    public static Field<Instant> dueSince(
+          Field<Instant> pRunAt
+        , Field<Instant> pCreatedAt
+    ) {
+        DueSince f = new DueSince();
+        f.setPRunAt(pRunAt);
+        f.setPCreatedAt(pCreatedAt);
+
+        return f.asField();
     }
 
     /**
@@ -698,6 +749,83 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.payload_limit_error</code>
+     */
+    public static String payloadLimitError(
+          Configuration configuration
+        , JSONB pPayload
+        , String pText
+    ) {
+        PayloadLimitError f = new PayloadLimitError();
+        f.setPPayload(pPayload);
+        f.setPText(pText);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.payload_limit_error</code> as a field.
+     */
+    public static Field<String> payloadLimitError(
+          JSONB pPayload
+        , String pText
+    ) {
+        PayloadLimitError f = new PayloadLimitError();
+        f.setPPayload(pPayload);
+        f.setPText(pText);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.payload_limit_error</code> as a field.
+     */
+    public static Field<String> payloadLimitError(
+          Field<JSONB> pPayload
+        , Field<String> pText
+    ) {
+        PayloadLimitError f = new PayloadLimitError();
+        f.setPPayload(pPayload);
+        f.setPText(pText);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.payload_limits</code>
+     */
+    public static PayloadLimits payloadLimits(
+          Configuration configuration
+    ) {
+        PayloadLimits p = new PayloadLimits();
+
+        p.execute(configuration);
+        return p;
+    }
+
+    /**
+     * Call <code>pgtask.payload_limits_walk_above</code>
+     */
+    public static Integer payloadLimitsWalkAbove(
+          Configuration configuration
+    ) {
+        PayloadLimitsWalkAbove f = new PayloadLimitsWalkAbove();
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.payload_limits_walk_above</code> as a field.
+     */
+    public static Field<Integer> payloadLimitsWalkAbove() {
+        PayloadLimitsWalkAbove f = new PayloadLimitsWalkAbove();
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.promote_tenants</code>
      */
     public static Integer promoteTenants(
@@ -881,6 +1009,44 @@ public class Routines {
         p.setTaskId(taskId);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.run_at_error</code>
+     */
+    public static String runAtError(
+          Configuration configuration
+        , Instant pRunAt
+    ) {
+        RunAtError f = new RunAtError();
+        f.setPRunAt(pRunAt);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.run_at_error</code> as a field.
+     */
+    public static Field<String> runAtError(
+          Instant pRunAt
+    ) {
+        RunAtError f = new RunAtError();
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.run_at_error</code> as a field.
+     */
+    public static Field<String> runAtError(
+          Field<Instant> pRunAt
+    ) {
+        RunAtError f = new RunAtError();
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
     }
 
     /**
@@ -1135,6 +1301,88 @@ public class Routines {
         p.setPriority(priority);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.utf16_length</code>
+     */
+    public static Integer utf16Length(
+          Configuration configuration
+        , String p
+    ) {
+        Utf16Length f = new Utf16Length();
+        f.setP(p);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.utf16_length</code> as a field.
+     */
+    public static Field<Integer> utf16Length(
+          String p
+    ) {
+        Utf16Length f = new Utf16Length();
+        f.setP(p);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.utf16_length</code> as a field.
+     */
+    public static Field<Integer> utf16Length(
+          Field<String> p
+    ) {
+        Utf16Length f = new Utf16Length();
+        f.setP(p);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.utf16_may_exceed</code>
+     */
+    public static Boolean utf16MayExceed(
+          Configuration configuration
+        , String p
+        , Integer pLimit
+    ) {
+        Utf16MayExceed f = new Utf16MayExceed();
+        f.setP(p);
+        f.setPLimit(pLimit);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.utf16_may_exceed</code> as a field.
+     */
+    public static Field<Boolean> utf16MayExceed(
+          String p
+        , Integer pLimit
+    ) {
+        Utf16MayExceed f = new Utf16MayExceed();
+        f.setP(p);
+        f.setPLimit(pLimit);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.utf16_may_exceed</code> as a field.
+     */
+    public static Field<Boolean> utf16MayExceed(
+          Field<String> p
+        , Field<Integer> pLimit
+    ) {
+        Utf16MayExceed f = new Utf16MayExceed();
+        f.setP(p);
+        f.setPLimit(pLimit);
+
+        return f.asField();
     }
 
     /**
