@@ -18,6 +18,15 @@ final class Failures {
 
   private Failures() {}
 
+  /** Runs {@code statement}, the statement of {@code action}; a failure is thrown as {@link #of}. */
+  static <T> T call(String action, java.util.function.Supplier<T> statement) {
+    try {
+      return statement.get();
+    } catch (RuntimeException e) {
+      throw of(action, e);
+    }
+  }
+
   /** The exception to throw for {@code e}, raised by the statement of {@code action} ("enqueue", "cancel", ...). */
   static RuntimeException of(String action, RuntimeException e) {
     if (e instanceof PgTaskException p) {

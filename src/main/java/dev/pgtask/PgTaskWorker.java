@@ -466,7 +466,9 @@ public final class PgTaskWorker implements AutoCloseable {
 
     /**
      * Declares {@code schedule} when the worker starts (an idempotent upsert by name, see
-     * {@link PgTask#schedule(Schedule)}); a later one of the same name replaces an earlier one.
+     * {@link PgTask#schedule(Schedule)}); a later one of the same name replaces an earlier one. The
+     * database checks the schedules, cron expressions included, at {@link PgTaskWorker#start()}: all
+     * are declared in one transaction, or none, and {@code start()} names every invalid one.
      */
     public Builder schedule(Schedule schedule) {
       Objects.requireNonNull(schedule, "schedule");

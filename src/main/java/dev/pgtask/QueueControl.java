@@ -24,20 +24,11 @@ final class QueueControl {
   }
 
   boolean pause(String queue) {
-    try {
-      return "paused".equals(QueueControlQueries.pauseQueue(dsl, queue));
-    } catch (RuntimeException e) {
-      throw Failures.of("pause queue", e);
-    }
+    return "paused".equals(Failures.call("pause queue", () -> QueueControlQueries.pauseQueue(dsl, queue)));
   }
 
   boolean resume(String queue) {
-    boolean resumed;
-    try {
-      resumed = "resumed".equals(QueueControlQueries.resumeQueue(dsl, queue));
-    } catch (RuntimeException e) {
-      throw Failures.of("resume queue", e);
-    }
+    boolean resumed = "resumed".equals(Failures.call("resume queue", () -> QueueControlQueries.resumeQueue(dsl, queue)));
     if (resumed) {
       LocalWake.committed(dataSource, queue); // the commit's NOTIFY follows anyway
     }
@@ -45,21 +36,12 @@ final class QueueControl {
   }
 
   List<PausedQueue> paused() {
-    try {
-      return QueueControlQueries.selectPausedQueues(dsl).map(r -> new PausedQueue(r.getQueue(), r.getPausedAt(),
-          r.getPausedBy(), r.getDue(), r.getQueued()));
-    } catch (RuntimeException e) {
-      throw Failures.of("list paused queues", e);
-    }
+    return Failures.call("list paused queues", () -> QueueControlQueries.selectPausedQueues(dsl).map(r ->
+        new PausedQueue(r.getQueue(), r.getPausedAt(), r.getPausedBy(), r.getDue(), r.getQueued())));
   }
 
   TaskExplanation explain(long taskId) {
-    JSONB json;
-    try {
-      json = QueueControlQueries.explainTask(dsl, taskId);
-    } catch (RuntimeException e) {
-      throw Failures.of("explain", e);
-    }
+    JSONB json = Failures.call("explain", () -> QueueControlQueries.explainTask(dsl, taskId));
     try {
       JsonNode node = objectMapper.readTree(json.data());
       return new TaskExplanation(taskId, node.path("reason").asText(), node.path("sentence").asText(), node);

@@ -18,44 +18,25 @@ final class ScheduleOperations {
     this.payloads = payloads;
   }
 
+  /** Declares {@code schedule}; the database checks it (cron expression included). */
   Instant schedule(Schedule schedule) {
     Objects.requireNonNull(schedule, "schedule");
-    try {
-      return Schedules.declare(dsl, payloads.objectMapper(), schedule);
-    } catch (RuntimeException e) {
-      throw Failures.of("schedule", e);
-    }
+    return Failures.call("schedule", () -> Schedules.declare(dsl, payloads.objectMapper(), schedule));
   }
 
   boolean unschedule(String name) {
-    try {
-      return ScheduleQueries.unschedule(dsl, name);
-    } catch (RuntimeException e) {
-      throw Failures.of("unschedule", e);
-    }
+    return Failures.call("unschedule", () -> ScheduleQueries.unschedule(dsl, name));
   }
 
   boolean pause(String name) {
-    try {
-      return ScheduleQueries.pause(dsl, name);
-    } catch (RuntimeException e) {
-      throw Failures.of("pause schedule", e);
-    }
+    return Failures.call("pause schedule", () -> ScheduleQueries.pause(dsl, name));
   }
 
   boolean resume(String name) {
-    try {
-      return ScheduleQueries.resume(dsl, name);
-    } catch (RuntimeException e) {
-      throw Failures.of("resume schedule", e);
-    }
+    return Failures.call("resume schedule", () -> ScheduleQueries.resume(dsl, name));
   }
 
   List<ScheduleInfo> list() {
-    try {
-      return Schedules.list(dsl);
-    } catch (RuntimeException e) {
-      throw Failures.of("list schedules", e);
-    }
+    return Failures.call("list schedules", () -> Schedules.list(dsl));
   }
 }

@@ -16,38 +16,31 @@ final class TaskOperations {
   }
 
   CancelResult cancel(long taskId) {
-    try {
-      String r = OperationQueries.cancelTask(dsl, taskId);
-      return "cancelled".equals(r) ? CancelResult.CANCELLED : CancelResult.CANCEL_REQUESTED;
-    } catch (RuntimeException e) {
-      throw Failures.of("cancel", e);
-    }
+    String r = Failures.call("cancel", () -> OperationQueries.cancelTask(dsl, taskId));
+    return "cancelled".equals(r) ? CancelResult.CANCELLED : CancelResult.CANCEL_REQUESTED;
   }
 
   void retry(long taskId) {
-    try {
+    Failures.call("retry", () -> {
       OperationQueries.retryTask(dsl, taskId);
-    } catch (RuntimeException e) {
-      throw Failures.of("retry", e);
-    }
+      return null;
+    });
   }
 
   void delete(long taskId) {
-    try {
+    Failures.call("delete", () -> {
       OperationQueries.deleteTask(dsl, taskId);
-    } catch (RuntimeException e) {
-      throw Failures.of("delete", e);
-    }
+      return null;
+    });
   }
 
   /** {@code pgtask.update_task}, where NULL leaves a field as it is: what {@code change} does not set. */
   void update(long taskId, TaskUpdate change) {
     Objects.requireNonNull(change, "change");
     String json = change.payload().map(p -> payloads.json(p, -1)).orElse(null);
-    try {
+    Failures.call("update", () -> {
       OperationQueries.updateTask(dsl, taskId, json, change.runAt().orElse(null), change.priority().orElse(null));
-    } catch (RuntimeException e) {
-      throw Failures.of("update", e);
-    }
+      return null;
+    });
   }
 }

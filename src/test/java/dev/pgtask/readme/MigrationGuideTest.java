@@ -69,7 +69,7 @@ class MigrationGuideTest {
     } catch (Rollback expected) {
       // the jOOQ transaction rolled back
     }
-    assertThat(rows("SELECT payload->>'invoiceId' FROM pgtask.task WHERE kind = 'invoice.send' ORDER BY id"))
+    assertThat(rows("SELECT payload->>'invoiceId' FROM pgtask.task WHERE queue = 'default' ORDER BY id"))
         .as("tasks of the committed jOOQ transactions only").isEqualTo("42,43");
     assertThat(rows("SELECT id FROM invoice ORDER BY id")).as("invoices committed with them").isEqualTo("42");
     assertThat(rows("SELECT payload->>'invoiceId' FROM pgtask.task WHERE id = " + id)).isEqualTo("43");
