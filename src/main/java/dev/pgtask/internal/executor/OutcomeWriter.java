@@ -25,10 +25,10 @@ final class OutcomeWriter {
 
   /** Sees each outcome as it is counted (the testing helpers' report); nothing by default. */
   interface Observer {
-    void counted(LocalTask t, Outcome o, TaskState result);
+    void counted(LocalTask t, Outcome o, OutcomeName name);
   }
 
-  private volatile Observer observer = (t, o, result) -> { };
+  private volatile Observer observer = (t, o, name) -> { };
 
   void observe(Observer observer) {
     this.observer = observer;
@@ -72,7 +72,8 @@ final class OutcomeWriter {
    * cancellation was requested meanwhile, and is counted so.
    */
   void count(LocalTask t, Outcome o, TaskState result, long startNanos) {
-    observer.counted(t, o, result);
+    OutcomeName name = OutcomeName.counted(o, result);
+    observer.counted(t, o, name);
     if (o instanceof Outcome.Lost) {
       return;
     }
@@ -86,37 +87,16 @@ final class OutcomeWriter {
       dueIn.accept(delay);
     }
     if (o instanceof Outcome.Deferred) {
-      stats.deferred.incrementAndGet();
+      // a deferral is counted whether or not its write matched; one that met a cancel request
+      // is counted as cancelled too
+      stats.counted(OutcomeName.DEFERRED);
       config.metrics().tenantDeferred(t.claimed.queue());
-      if (result != TaskState.cancelled) {
-        return;
-      }
     }
-    if (result == null) {
+    if (name == OutcomeName.DEFERRED || name == OutcomeName.LOST) {
       return;
     }
-    String name;
-    if (o instanceof Outcome.Completed) {
-      stats.completed.incrementAndGet();
-      name = "completed";
-    } else if (result == TaskState.cancelled) {
-      stats.cancelled.incrementAndGet();
-      name = "cancelled";
-    } else if (result == TaskState.discarded) {
-      stats.discarded.incrementAndGet();
-      name = "discarded";
-    } else if (o instanceof Outcome.Failed) {
-      stats.retried.incrementAndGet();
-      name = "retried";
-    } else if (o instanceof Outcome.Released) {
-      stats.released.incrementAndGet();
-      name = "released";
-    } else if (o instanceof Outcome.Snoozed) {
-      name = "snoozed";
-    } else {
-      return;
-    }
-    config.metrics().finished(t.claimed.queue(), t.claimed.kind(), name,
+    stats.counted(name);
+    config.metrics().finished(t.claimed.queue(), t.claimed.kind(), name.label(),
         Duration.ofNanos(Math.max(0, System.nanoTime() - startNanos)));
   }
 }
