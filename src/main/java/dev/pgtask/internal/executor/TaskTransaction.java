@@ -1,8 +1,10 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.sql.CompletionQueries;
+import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.internal.sql.ExecuteQueries;
-import dev.pgtask.internal.sql.ExecuteQueries.Before;
-import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.CompletionQueries.Before;
+import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.ExecuteQueries.LockResult;
 import dev.pgtask.internal.sql.Sql;
 import java.sql.Connection;
@@ -151,7 +153,7 @@ final class TaskTransaction {
       return;
     }
     try (PreparedStatement ps = conn.prepareStatement(
-        ExecuteQueries.SAVEPOINT + "; SELECT set_config('application_name', ?, true)")) {
+        TaskSql.SAVEPOINT + "; SELECT set_config('application_name', ?, true)")) {
       ps.setString(1, applicationName);
       ps.execute();
     }
@@ -168,7 +170,7 @@ final class TaskTransaction {
       return; // the handler never touched the database: nothing to undo
     }
     try (Statement st = conn.createStatement()) {
-      st.execute(ExecuteQueries.ROLLBACK_SAVEPOINT);
+      st.execute(TaskSql.ROLLBACK_SAVEPOINT);
     }
     savepointOpen = false;
   }
@@ -179,7 +181,7 @@ final class TaskTransaction {
       return;
     }
     try (Statement st = conn.createStatement()) {
-      st.execute(ExecuteQueries.RELEASE_SAVEPOINT);
+      st.execute(TaskSql.RELEASE_SAVEPOINT);
     }
     savepointOpen = false;
   }
@@ -202,7 +204,7 @@ final class TaskTransaction {
       fences.add(r.task().fence);
     }
     Before before = !savepointOpen ? Before.NOTHING : checkLast ? Before.CHECK_AND_RELEASE : Before.RELEASE;
-    int done = ExecuteQueries.completeAllAndCommit(conn, fences, before, workerQueues);
+    int done = CompletionQueries.completeAllAndCommit(conn, fences, before, workerQueues);
     savepointOpen = false;
     return done;
   }

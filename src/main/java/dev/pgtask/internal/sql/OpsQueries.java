@@ -58,7 +58,7 @@ public final class OpsQueries {
 
   /** The database clock ({@code clock_timestamp()}). Locks: none. */
   public static Instant selectClock(DSLContext dsl) {
-    return dsl.select(ExecuteQueries.clockTimestamp()).fetchOne(0, Instant.class);
+    return dsl.select(TaskSql.clockTimestamp()).fetchOne(0, Instant.class);
   }
 
   /** Deletes every task of {@code queue} (the demo's leftovers). Locks: those task rows. */

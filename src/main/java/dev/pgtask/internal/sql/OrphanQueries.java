@@ -24,7 +24,7 @@ public final class OrphanQueries {
     c.setAutoCommit(false);
     try (Statement st = c.createStatement()) {
       st.execute("SET LOCAL lock_timeout = '1s'");
-      n = ExecuteQueries.releaseOrphans(Sql.using(c), owner, held);
+      n = OutcomeQueries.releaseOrphans(Sql.using(c), owner, held);
       c.commit();
     } catch (SQLException | RuntimeException e) {
       c.rollback();
