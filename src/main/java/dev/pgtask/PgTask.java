@@ -1,6 +1,5 @@
 package dev.pgtask;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.pgtask.internal.LocalWake;
@@ -372,8 +371,8 @@ public final class PgTask {
   /** Every paused queue ({@code pgtask.paused_queues}), by name. */
   public List<PausedQueue> pausedQueues() {
     try {
-      return QueueControlQueries.selectPausedQueues(dsl).map(r -> new PausedQueue(r.getQueue(), r.getPausedAt(),
-          r.getPausedBy(), r.getDue(), r.getQueued()));
+      return operations().pausedQueues().stream().map(r -> new PausedQueue(r.queue(), r.pausedAt(), r.pausedBy(),
+          r.due(), r.queued())).toList();
     } catch (RuntimeException e) {
       throw failure("list paused queues", e);
     }
@@ -387,18 +386,19 @@ public final class PgTask {
    * not an exception.
    */
   public TaskExplanation explain(long taskId) {
-    org.jooq.JSONB json;
     try {
-      json = QueueControlQueries.explainTask(dsl, taskId);
+      return operations().explain(taskId);
     } catch (RuntimeException e) {
       throw failure("explain", e);
     }
-    try {
-      JsonNode node = objectMapper.readTree(json.data());
-      return new TaskExplanation(taskId, node.path("reason").asText(), node.path("sentence").asText(), node);
-    } catch (JsonProcessingException e) {
-      throw new PgTaskException("pgtask: explain failed: the database's answer is not JSON", e);
-    }
+  }
+
+  /**
+   * The operator reads of the public views (queue summary, health, running tasks, tenant locks,
+   * workers, what no live worker can run, ...) over this client's data source.
+   */
+  public dev.pgtask.ops.PgTaskOperations operations() {
+    return dev.pgtask.ops.PgTaskOperations.create(dataSource);
   }
 
   /** SQLSTATEs that mean the pgtask schema, or one of its functions or tables, is not there. */
