@@ -34,7 +34,7 @@ class PublicApiTest {
 
   /** The packages users program against. */
   static final List<String> EXPORTED = List.of("dev.pgtask", "dev.pgtask.micrometer", "dev.pgtask.migrate",
-      "dev.pgtask.testing", "dev.pgtask.otel", "dev.pgtask.cli");
+      "dev.pgtask.testing", "dev.pgtask.otel", "dev.pgtask.cli", "dev.pgtask.ops");
 
   @Test
   void noPublicSignatureInAnExportedPackageMentionsAnInternalType() throws Exception {
@@ -47,6 +47,18 @@ class PublicApiTest {
       leaks.addAll(internalMentions(c));
     }
     assertThat(leaks).as("public signatures that mention dev.pgtask.internal types").isEmpty();
+  }
+
+  @Test
+  void theOperatorReadsExposeNoJooqType() throws Exception {
+    List<Class<?>> ops = exportedClasses().stream().filter(c -> c.getPackageName().equals("dev.pgtask.ops")).toList();
+    assertThat(ops).as("public classes of dev.pgtask.ops").extracting(Class::getSimpleName)
+        .contains("PgTaskOperations", "QueueSummary", "Health", "Unrunnable", "RunningTask", "LiveWorker", "TenantLock");
+    Set<String> leaks = new TreeSet<>();
+    for (Class<?> c : ops) {
+      leaks.addAll(mentions(c, "org.jooq."));
+    }
+    assertThat(leaks).as("public signatures of dev.pgtask.ops that mention jOOQ types").isEmpty();
   }
 
   @Test
@@ -63,48 +75,53 @@ class PublicApiTest {
   }
 
   static List<String> internalMentions(Class<?> c) {
+    return mentions(c, "dev.pgtask.internal.");
+  }
+
+  /** Where the public signatures of {@code c} mention a type whose name starts with {@code prefix}. */
+  static List<String> mentions(Class<?> c, String prefix) {
     List<String> out = new ArrayList<>();
     String where = c.getName();
-    check(out, where + " extends", c.getGenericSuperclass());
+    check(out, where + " extends", c.getGenericSuperclass(), prefix);
     for (Type t : c.getGenericInterfaces()) {
-      check(out, where + " implements", t);
+      check(out, where + " implements", t, prefix);
     }
     for (TypeVariable<?> v : c.getTypeParameters()) {
-      check(out, where + " type parameter", v);
+      check(out, where + " type parameter", v, prefix);
     }
     if (c.isRecord()) {
       for (RecordComponent rc : c.getRecordComponents()) {
-        check(out, where + " component " + rc.getName(), rc.getGenericType());
+        check(out, where + " component " + rc.getName(), rc.getGenericType(), prefix);
       }
     }
     for (Field f : c.getDeclaredFields()) {
       if (visible(f.getModifiers()) && !f.isSynthetic()) {
-        check(out, where + "." + f.getName(), f.getGenericType());
+        check(out, where + "." + f.getName(), f.getGenericType(), prefix);
       }
     }
     for (Method m : c.getDeclaredMethods()) {
       if (visible(m.getModifiers()) && !m.isSynthetic() && !m.isBridge()) {
-        checkExecutable(out, where + "." + m.getName() + "()", m);
-        check(out, where + "." + m.getName() + "() returns", m.getGenericReturnType());
+        checkExecutable(out, where + "." + m.getName() + "()", m, prefix);
+        check(out, where + "." + m.getName() + "() returns", m.getGenericReturnType(), prefix);
       }
     }
     for (Constructor<?> k : c.getDeclaredConstructors()) {
       if (visible(k.getModifiers()) && !k.isSynthetic()) {
-        checkExecutable(out, where + ".<init>", k);
+        checkExecutable(out, where + ".<init>", k, prefix);
       }
     }
     return out;
   }
 
-  private static void checkExecutable(List<String> out, String where, Executable e) {
+  private static void checkExecutable(List<String> out, String where, Executable e, String prefix) {
     for (Type p : e.getGenericParameterTypes()) {
-      check(out, where + " parameter", p);
+      check(out, where + " parameter", p, prefix);
     }
     for (Type x : e.getGenericExceptionTypes()) {
-      check(out, where + " throws", x);
+      check(out, where + " throws", x, prefix);
     }
     for (TypeVariable<?> v : e.getTypeParameters()) {
-      check(out, where + " type parameter", v);
+      check(out, where + " type parameter", v, prefix);
     }
   }
 
@@ -112,11 +129,11 @@ class PublicApiTest {
     return Modifier.isPublic(modifiers) || Modifier.isProtected(modifiers);
   }
 
-  private static void check(List<String> out, String where, Type t) {
-    walk(t, new java.util.HashSet<>(), name -> out.add(where + ": " + name));
+  private static void check(List<String> out, String where, Type t, String prefix) {
+    walk(t, new java.util.HashSet<>(), name -> out.add(where + ": " + name), prefix);
   }
 
-  private static void walk(Type t, Set<Type> seen, java.util.function.Consumer<String> found) {
+  private static void walk(Type t, Set<Type> seen, java.util.function.Consumer<String> found, String prefix) {
     if (t == null || !seen.add(t)) {
       return;
     }
@@ -124,27 +141,27 @@ class PublicApiTest {
       while (c.isArray()) {
         c = c.getComponentType();
       }
-      if (c.getName().startsWith("dev.pgtask.internal.")) {
+      if (c.getName().startsWith(prefix)) {
         found.accept(c.getName());
       }
     } else if (t instanceof ParameterizedType p) {
-      walk(p.getRawType(), seen, found);
-      walk(p.getOwnerType(), seen, found);
+      walk(p.getRawType(), seen, found, prefix);
+      walk(p.getOwnerType(), seen, found, prefix);
       for (Type a : p.getActualTypeArguments()) {
-        walk(a, seen, found);
+        walk(a, seen, found, prefix);
       }
     } else if (t instanceof GenericArrayType g) {
-      walk(g.getGenericComponentType(), seen, found);
+      walk(g.getGenericComponentType(), seen, found, prefix);
     } else if (t instanceof WildcardType w) {
       for (Type b : w.getUpperBounds()) {
-        walk(b, seen, found);
+        walk(b, seen, found, prefix);
       }
       for (Type b : w.getLowerBounds()) {
-        walk(b, seen, found);
+        walk(b, seen, found, prefix);
       }
     } else if (t instanceof TypeVariable<?> v) {
       for (Type b : v.getBounds()) {
-        walk(b, seen, found);
+        walk(b, seen, found, prefix);
       }
     }
   }
