@@ -6,7 +6,6 @@ import dev.pgtask.PgTaskException;
 import dev.pgtask.TaskExplanation;
 import dev.pgtask.TaskState;
 import dev.pgtask.internal.sql.OperatorViews;
-import dev.pgtask.internal.sql.TxBounds;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -47,20 +46,19 @@ public final class PgTaskOperations {
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
 
   /** How long a read waits for a lock, and idles in its transaction, at most (it takes none). */
-  static final Duration LOCK_AND_IDLE = Duration.ofSeconds(5);
+  private static final Duration LOCK_AND_IDLE = Duration.ofSeconds(5);
 
   private final DataSource dataSource;
   private final OperatorViews views;
 
-  private PgTaskOperations(DataSource dataSource, TxBounds bounds) {
+  private PgTaskOperations(DataSource dataSource, Duration timeout) {
     this.dataSource = dataSource;
-    this.views = new OperatorViews(bounds.setLocalSql());
+    this.views = new OperatorViews(timeout, LOCK_AND_IDLE);
   }
 
   /** The reads over {@code dataSource}'s connections, each bounded by {@link #DEFAULT_TIMEOUT}. */
   public static PgTaskOperations create(DataSource dataSource) {
-    return new PgTaskOperations(Objects.requireNonNull(dataSource, "dataSource"),
-        new TxBounds(DEFAULT_TIMEOUT, LOCK_AND_IDLE, LOCK_AND_IDLE));
+    return new PgTaskOperations(Objects.requireNonNull(dataSource, "dataSource"), DEFAULT_TIMEOUT);
   }
 
   /**
@@ -72,7 +70,7 @@ public final class PgTaskOperations {
     if (timeout == null || timeout.toMillis() < 1) {
       throw new IllegalArgumentException("the timeout of pgtask's operator reads must be at least 1 ms: " + timeout);
     }
-    return new PgTaskOperations(dataSource, new TxBounds(timeout, LOCK_AND_IDLE, LOCK_AND_IDLE));
+    return new PgTaskOperations(dataSource, timeout);
   }
 
   /** Every queue that has tasks or is paused, by name ({@code pgtask.queue_summary}). */

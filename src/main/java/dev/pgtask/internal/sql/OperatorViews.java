@@ -40,11 +40,17 @@ public final class OperatorViews {
   private final String before;
 
   /**
-   * The reads, each sent with {@code before} (statements without parameters or results, e.g. the
-   * transaction's bounds, {@link TxBounds#setLocalSql()}) in front of it: one round trip.
+   * The reads, each in a transaction whose server-side bounds are set in front of its statement,
+   * in the same round trip: {@code statement_timeout} {@code statement}, {@code lock_timeout} and
+   * {@code idle_in_transaction_session_timeout} {@code lockAndIdle}, transaction-local ({@code SET
+   * LOCAL}, the statements {@link TxBounds#setLocalSql()} sends; written here because loading
+   * {@code TxBounds}, whose {@code inTransaction} throws a jOOQ exception, would load jOOQ into the
+   * operator commands, {@code OpsCommandsStartupIT}).
    */
-  public OperatorViews(String before) {
-    this.before = before.isEmpty() ? "" : before + ";\n";
+  public OperatorViews(Duration statement, Duration lockAndIdle) {
+    this.before = "SET LOCAL statement_timeout = " + statement.toMillis() + ";\n"
+        + "SET LOCAL lock_timeout = " + lockAndIdle.toMillis() + ";\n"
+        + "SET LOCAL idle_in_transaction_session_timeout = " + lockAndIdle.toMillis() + ";\n";
   }
 
   /** A row of a view as its public record. */
