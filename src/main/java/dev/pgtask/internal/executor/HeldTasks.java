@@ -5,7 +5,6 @@ import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.LeaseQueries;
 import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
-import dev.pgtask.internal.sql.ExecuteQueries;
 import dev.pgtask.internal.sql.HeldQueries.HeldState;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
@@ -178,7 +177,7 @@ final class HeldTasks {
   }
 
   /**
-   * Applies what {@link ExecuteQueries#checkHeld} found in check number {@code check}. Stop requests
+   * Applies what {@link HeldQueries#checkHeld} found in check number {@code check}. Stop requests
    * apply whatever the order; the verified requests for unregistered claims are replaced only by a
    * check that started later than the one that last replaced them.
    */

@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * Keeps what this worker holds true to the database: every third of the lease it renews the lease
  * of each task held without a transaction (waiting to start, plain-mode running, completion not
  * written yet), and it reads what happened to the held tasks from durable state
- * ({@link ExecuteQueries#checkHeld}: cancel requests, and claims no longer ours) on every renewal, at every poll of the producer,
+ * ({@link HeldQueries#checkHeld}: cancel requests, and claims no longer ours) on every renewal, at every poll of the producer,
  * whenever the listener (re)connects, and when a cancellation hint arrives (at most one check per
  * {@value #MIN_CHECK_SPACING_MILLIS} ms, however many hints: a flood costs a bounded number of
  * reads, and a hint changes nothing by itself).

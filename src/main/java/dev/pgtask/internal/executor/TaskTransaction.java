@@ -195,7 +195,7 @@ final class TaskTransaction {
    * Writes the completions and commits in one round trip. With {@code checkLast} (a transaction of
    * one task), the last task's deferred constraints are checked inside its savepoint first, so a
    * violation is that task's failure, its savepoint still open to roll back to.
-   * {@code workerQueues}: {@link ExecuteQueries#WORKER_QUEUES_SETTING} for the completions, the
+   * {@code workerQueues}: {@link CompletionQueries#WORKER_QUEUES_SETTING} for the completions, the
    * queues whose hand-offs wake only this worker ("" for none).
    */
   int commit(boolean checkLast, String workerQueues) throws SQLException {

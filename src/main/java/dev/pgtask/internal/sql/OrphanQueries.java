@@ -14,7 +14,7 @@ public final class OrphanQueries {
   private OrphanQueries() {}
 
   /**
-   * {@link ExecuteQueries#releaseOrphans} in a transaction of its own on {@code c} (autocommit on
+   * {@link OutcomeQueries#releaseOrphans} in a transaction of its own on {@code c} (autocommit on
    * return) with a lock timeout of one second: at shutdown nothing may wait long, and a table locked
    * by someone else keeps the rows for rescue. Returns how many tasks were put back. Locks the rows
    * it puts back (skipping rows locked by others), until its commit.
