@@ -270,6 +270,14 @@ public final class PgTask {
     return queues.explain(taskId);
   }
 
+  /**
+   * The operator reads of the public views (queue summary, health, running tasks, tenant locks,
+   * workers, what no live worker can run, ...) over this client's data source.
+   */
+  public dev.pgtask.ops.PgTaskOperations operations() {
+    return dev.pgtask.ops.PgTaskOperations.create(dataSource);
+  }
+
   /** Builds a {@link PgTask}. */
   public static final class Builder {
     private final DataSource dataSource;

@@ -1,14 +1,12 @@
 package dev.pgtask;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.pgtask.internal.LocalWake;
 import dev.pgtask.internal.sql.QueueControlQueries;
+import dev.pgtask.ops.PgTaskOperations;
 import java.util.List;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
-import org.jooq.JSONB;
 
 /** {@link PgTask}'s queue control and diagnosis: pause and resume a queue, list paused queues, explain a task. */
 final class QueueControl {
@@ -36,17 +34,11 @@ final class QueueControl {
   }
 
   List<PausedQueue> paused() {
-    return Failures.call("list paused queues", () -> QueueControlQueries.selectPausedQueues(dsl).map(r ->
-        new PausedQueue(r.getQueue(), r.getPausedAt(), r.getPausedBy(), r.getDue(), r.getQueued())));
+    return Failures.call("list paused queues", () -> PgTaskOperations.create(dataSource).pausedQueues().stream()
+        .map(r -> new PausedQueue(r.queue(), r.pausedAt(), r.pausedBy(), r.due(), r.queued())).toList());
   }
 
   TaskExplanation explain(long taskId) {
-    JSONB json = Failures.call("explain", () -> QueueControlQueries.explainTask(dsl, taskId));
-    try {
-      JsonNode node = objectMapper.readTree(json.data());
-      return new TaskExplanation(taskId, node.path("reason").asText(), node.path("sentence").asText(), node);
-    } catch (JsonProcessingException e) {
-      throw new PgTaskException("pgtask: explain failed: the database's answer is not JSON", e);
-    }
+    return Failures.call("explain", () -> PgTaskOperations.create(dataSource).explain(taskId));
   }
 }

@@ -34,7 +34,7 @@ class PublicApiTest {
 
   /** The packages users program against. */
   static final List<String> EXPORTED = List.of("dev.pgtask", "dev.pgtask.micrometer", "dev.pgtask.migrate",
-      "dev.pgtask.testing", "dev.pgtask.otel", "dev.pgtask.cli");
+      "dev.pgtask.testing", "dev.pgtask.otel", "dev.pgtask.cli", "dev.pgtask.ops");
 
   @Test
   void noPublicSignatureInAnExportedPackageMentionsAnInternalType() throws Exception {
@@ -47,6 +47,18 @@ class PublicApiTest {
       leaks.addAll(internalMentions(c));
     }
     assertThat(leaks).as("public signatures that mention dev.pgtask.internal types").isEmpty();
+  }
+
+  @Test
+  void theOperatorReadsExposeNoJooqType() throws Exception {
+    List<Class<?>> ops = exportedClasses().stream().filter(c -> c.getPackageName().equals("dev.pgtask.ops")).toList();
+    assertThat(ops).as("public classes of dev.pgtask.ops").extracting(Class::getSimpleName)
+        .contains("PgTaskOperations", "QueueSummary", "Health", "Unrunnable", "RunningTask", "LiveWorker", "TenantLock");
+    Set<String> leaks = new TreeSet<>();
+    for (Class<?> c : ops) {
+      leaks.addAll(mentions(c, "org.jooq."));
+    }
+    assertThat(leaks).as("public signatures of dev.pgtask.ops that mention jOOQ types").isEmpty();
   }
 
   @Test

@@ -1,7 +1,8 @@
 package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.HeldQueries;
+import dev.pgtask.internal.sql.CompletionQueries;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.sql.SQLException;
@@ -32,7 +33,7 @@ final class BatchCommit {
   private final Intake intake;
   private final TransactionalRun run;
   private final Stopping stop;
-  // ExecuteQueries.WORKER_QUEUES_SETTING for this worker's completions
+  // CompletionQueries.WORKER_QUEUES_SETTING for this worker's completions
   private final String workerQueues;
   private volatile Runnable selfWake;
 
@@ -45,7 +46,7 @@ final class BatchCommit {
     this.intake = intake;
     this.run = run;
     this.stop = stop;
-    this.workerQueues = ExecuteQueries.workerQueues(config.queues());
+    this.workerQueues = CompletionQueries.workerQueues(config.queues());
   }
 
   /**
@@ -142,7 +143,7 @@ final class BatchCommit {
         : !tx.recorded.isEmpty() ? tx.recorded.get(0) : null;
     try {
       if (probe == null || config.transactionBounds().inTransaction(config.dataSource(),
-          dsl -> ExecuteQueries.stillRunningAs(dsl, probe.task().fence))) {
+          dsl -> HeldQueries.stillRunningAs(dsl, probe.task().fence))) {
         return false;
       }
     } catch (RuntimeException checkFailed) {

@@ -2,7 +2,8 @@ package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.Fence;
+import dev.pgtask.internal.sql.OutcomeQueries;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.time.Duration;
 import org.jooq.DSLContext;
@@ -45,23 +46,23 @@ final class OutcomeWriter {
    * state the task is left in, or null when the fence did not match (or there is nothing to write).
    */
   TaskState write(DSLContext dsl, LocalTask t, Outcome o) {
-    ExecuteQueries.Fence f = t.fence;
+    Fence f = t.fence;
     if (o instanceof Outcome.Failed failed) {
       return failed.retryAt() != null
-          ? ExecuteQueries.failUntil(dsl, f, failed.error(), failed.retryAt(), failed.discard())
-          : ExecuteQueries.fail(dsl, f, failed.error(), failed.retryDelay(), failed.discard());
+          ? OutcomeQueries.failUntil(dsl, f, failed.error(), failed.retryAt(), failed.discard())
+          : OutcomeQueries.fail(dsl, f, failed.error(), failed.retryDelay(), failed.discard());
     }
     if (o instanceof Outcome.Snoozed s) {
-      return ExecuteQueries.snooze(dsl, f, s.delay());
+      return OutcomeQueries.snooze(dsl, f, s.delay());
     }
     if (o instanceof Outcome.Released) {
-      return ExecuteQueries.release(dsl, f, Duration.ZERO);
+      return OutcomeQueries.release(dsl, f, Duration.ZERO);
     }
     if (o instanceof Outcome.Deferred d) {
-      return ExecuteQueries.release(dsl, f, d.delay());
+      return OutcomeQueries.release(dsl, f, d.delay());
     }
     if (o instanceof Outcome.Cancelled c) {
-      return ExecuteQueries.cancelled(dsl, f, c.reason()) == 1 ? TaskState.cancelled : null;
+      return OutcomeQueries.cancelled(dsl, f, c.reason()) == 1 ? TaskState.cancelled : null;
     }
     return null; // Completed is written in sets; Lost writes nothing
   }
