@@ -58,6 +58,15 @@ final class PassTransaction {
   }
 
   /**
+   * Runs a counting pass (the tasks or rows it changed) on demand on any worker ({@link Fence#ANY});
+   * returns its count, 0 when another worker's pass held the lock.
+   */
+  int countOnPool(PassStatements<Integer> pass) {
+    Integer n = onPool(Fence.ANY, pass);
+    return n == null ? 0 : n;
+  }
+
+  /**
    * Runs {@code pass} in the listener's round {@code tx} (already bounded; the listener commits it)
    * and returns its after-commit step, which hands what needs the pool to {@code handOff} (the
    * maintenance thread).

@@ -97,7 +97,6 @@ public final class RescuePass implements MaintenancePass<Integer>, PassStatement
   /** Returns the tasks rescued (0 when another worker's rescue pass held the lock). */
   @Override
   public Integer runOnce() {
-    Integer n = tx.onPool(PassTransaction.Fence.ANY, this);
-    return n == null ? 0 : n;
+    return tx.countOnPool(this);
   }
 }

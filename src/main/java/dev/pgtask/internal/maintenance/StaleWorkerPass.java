@@ -47,7 +47,6 @@ public final class StaleWorkerPass implements MaintenancePass<Integer>, PassStat
   /** Returns the worker rows deleted (0 when another worker's retention pass held the lock). */
   @Override
   public Integer runOnce() {
-    Integer n = tx.onPool(PassTransaction.Fence.ANY, this);
-    return n == null ? 0 : n;
+    return tx.countOnPool(this);
   }
 }

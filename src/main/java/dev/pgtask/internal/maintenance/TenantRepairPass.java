@@ -58,7 +58,6 @@ public final class TenantRepairPass implements MaintenancePass<Integer>, PassSta
   /** Returns the tenants that got a new head (0 when another worker's repair held the lock). */
   @Override
   public Integer runOnce() {
-    Integer n = tx.onPool(PassTransaction.Fence.ANY, this);
-    return n == null ? 0 : n;
+    return tx.countOnPool(this);
   }
 }
