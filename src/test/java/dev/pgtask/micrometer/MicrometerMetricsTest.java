@@ -44,7 +44,7 @@ class MicrometerMetricsTest {
         try {
           await().atMost(Duration.ofSeconds(20)).until(() ->
               sql.count("SELECT count(*) FROM pgtask.tasks WHERE state IN ('completed', 'discarded')") == 21);
-          dev.pgtask.internal.WorkerAccess.runtime(worker).maintenance().sampleQueues();
+          dev.pgtask.internal.WorkerAccess.runtime(worker).maintenance().runNow(dev.pgtask.internal.maintenance.QueueSamplePass.class);
         } finally {
           worker.close();
         }

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
  * A worker frozen (SIGSTOP, GC death spiral, network black hole) while it runs a rescue pass must
  * not stop everyone else's rescue: the pass's transaction holds the cluster-wide rescue lock
  * {@code (namespace, -1)}, and like a task transaction it carries a server-side timeout
- * ({@code Maintenance.PASS_SERVER_TIMEOUT}), so the server ends the frozen session and its lock.
+ * ({@code TxBounds}, set by every maintenance transaction: {@code PassTransaction}), so the server
+ * ends the frozen session and its lock.
  *
  * <p>The freeze lands inside a pass by construction, not by chance: "stuck" is made the
  * maintenance leader before any other worker starts (only the leader runs rescue rounds, on its

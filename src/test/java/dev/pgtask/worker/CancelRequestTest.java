@@ -119,7 +119,7 @@ class CancelRequestTest {
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.running")).isZero();
 
     // the rescue pass deletes requests whose attempt is no longer running
-    dev.pgtask.internal.WorkerAccess.runtime(worker).maintenance().rescuePass();
+    dev.pgtask.internal.WorkerAccess.runtime(worker).maintenance().runNow(dev.pgtask.internal.maintenance.RescuePass.class);
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.cancel_request")).as("requests left").isZero();
   }
 

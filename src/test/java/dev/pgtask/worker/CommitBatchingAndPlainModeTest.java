@@ -7,7 +7,6 @@ import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.maintenance.Maintenance;
 import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
@@ -189,10 +188,10 @@ class CommitBatchingAndPlainModeTest {
 
     long slow = queue.pgtask().enqueue(NewTask.of("test.plain", java.util.Map.of("slow", true)));
     await().atMost(Duration.ofSeconds(5)).until(() -> "running".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
-    Maintenance rescue = new Maintenance(dev.pgtask.internal.WorkerAccess.config(worker), new WorkerStats(), () -> { }, () -> { });
+    Maintenance rescue = Maintenance.standalone(dev.pgtask.internal.WorkerAccess.config(worker));
     long until = System.nanoTime() + Duration.ofMillis(1_500).toNanos();
     while (System.nanoTime() < until) {
-      assertThat(rescue.rescuePass()).as("plain task rescued although its worker renews the lease").isZero();
+      assertThat(rescue.runNow(dev.pgtask.internal.maintenance.RescuePass.class)).as("plain task rescued although its worker renews the lease").isZero();
       await().pollDelay(Duration.ofMillis(200)).atMost(Duration.ofSeconds(1)).until(() -> true);
     }
     await().atMost(Duration.ofSeconds(5)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));

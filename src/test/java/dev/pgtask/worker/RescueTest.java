@@ -6,11 +6,11 @@ import static org.awaitility.Awaitility.await;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.maintenance.Maintenance;
 import dev.pgtask.internal.sql.OutcomeQueries;
 import dev.pgtask.internal.sql.CompletionQueries;
 import dev.pgtask.internal.sql.TaskSql;
+import dev.pgtask.internal.maintenance.RescuePass;
 import dev.pgtask.internal.sql.ClaimQueries;
 import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.ExecuteQueries;
@@ -43,8 +43,7 @@ class RescueTest {
 
   private Maintenance maintenance() {
     PgTaskWorker w = PgTaskWorker.builder(queue.pool()).concurrency(2).handler("x", (c, p) -> { }).build();
-    return new Maintenance(dev.pgtask.internal.WorkerAccess.config(w).withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
-        new WorkerStats(), () -> { }, () -> { });
+    return Maintenance.standalone(dev.pgtask.internal.WorkerAccess.config(w));
   }
 
   /** Claims like a worker that then dies: the claim commits, nothing else happens. */
@@ -75,7 +74,7 @@ class RescueTest {
     queue.sql().exec("SELECT pg_terminate_backend(" + pid + ")");
     task.close();
     expireLeases();
-    assertThat(maintenance().rescuePass()).isEqualTo(1);
+    assertThat(maintenance().runNow(RescuePass.class)).isEqualTo(1);
     assertThat(queue.sql().text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("cancelled 1");
     assertThat(queue.sql().text("SELECT string_agg(e ->> 'error', ' | ' ORDER BY ord) FROM pgtask.task, "
         + "jsonb_array_elements(errors) WITH ORDINALITY AS x(e, ord) WHERE id = " + id))
@@ -88,9 +87,9 @@ class RescueTest {
     long id = queue.pgtask().enqueue(NewTask.of("test.task", null));
     long exhausted = queue.pgtask().enqueue(NewTask.of("test.task", null, TaskOptions.defaults().withMaxAttempts(1)));
     assertThat(claimAsGhost(10, "ghost:1")).hasSize(2);
-    assertThat(maintenance().rescuePass()).as("rescued before the lease expired").isZero();
+    assertThat(maintenance().runNow(RescuePass.class)).as("rescued before the lease expired").isZero();
     expireLeases();
-    assertThat(maintenance().rescuePass()).as("rescued after the lease expired").isEqualTo(2);
+    assertThat(maintenance().runNow(RescuePass.class)).as("rescued after the lease expired").isEqualTo(2);
     assertThat(queue.sql().text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("retryable 1");
     assertThat(queue.sql().text("SELECT last_error FROM pgtask.tasks WHERE id = " + id)).startsWith("worker lost: ghost:1");
     assertThat(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + exhausted)).as("out of attempts").isEqualTo("discarded");
@@ -106,7 +105,7 @@ class RescueTest {
       long id = queue.pgtask().enqueue(NewTask.of("test.task", null));
       await().atMost(Duration.ofSeconds(5)).until(() -> queue.sql().count(
           "SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND state = 'running' AND lease_until < now()") == 1);
-      assertThat(maintenance().rescuePass()).as("tasks rescued from a live executor holding the row").isZero();
+      assertThat(maintenance().runNow(RescuePass.class)).as("tasks rescued from a live executor holding the row").isZero();
       await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id)));
       assertThat(queue.sql().count("SELECT attempt FROM pgtask.task WHERE id = " + id)).as("attempts used").isEqualTo(1);
     } finally {
@@ -120,7 +119,7 @@ class RescueTest {
     long id = queue.pgtask().enqueue(NewTask.of("test.task", null));
     ClaimQueries.Claimed ghostClaim = claimAsGhost(1, "zombie:1").get(0);
     expireLeases();
-    assertThat(maintenance().rescuePass()).isEqualTo(1);
+    assertThat(maintenance().runNow(RescuePass.class)).isEqualTo(1);
     ClaimQueries.Claimed fresh = claimAsGhost(1, "fresh:2").get(0);
     assertThat(fresh.attempt()).isEqualTo(2);
     Fence zombie = new Fence(id, "zombie:1", ghostClaim.attempt());
@@ -155,7 +154,7 @@ class RescueTest {
       passes.add(() -> {
         int n = 0;
         for (int k = 0; k < 5; k++) {
-          n += m.rescuePass();
+          n += m.runNow(RescuePass.class);
         }
         return n;
       });

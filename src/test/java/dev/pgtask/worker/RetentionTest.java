@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.PgTaskWorker;
-import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.maintenance.Maintenance;
+import dev.pgtask.internal.maintenance.RetentionPass;
 import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.TestDatabase;
 import java.time.Duration;
@@ -32,12 +32,11 @@ class RetentionTest {
 
       PgTaskWorker w = PgTaskWorker.builder(pool).concurrency(2).retention(Duration.ofMinutes(30), Duration.ofDays(7))
           .handler("x", (c, p) -> { }).build();
-      Maintenance maintenance = new Maintenance(dev.pgtask.internal.WorkerAccess.config(w).withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
-          new WorkerStats(), () -> { }, () -> { });
-      assertThat(maintenance.prunePass()).as("tasks deleted by one pass").isEqualTo(12_010);
+      Maintenance maintenance = Maintenance.standalone(dev.pgtask.internal.WorkerAccess.config(w));
+      assertThat(maintenance.runNow(RetentionPass.class)).as("tasks deleted by one pass").isEqualTo(12_010);
       assertThat(sql.rows("SELECT kind || ' ' || count(*) FROM pgtask.task GROUP BY kind ORDER BY kind"))
           .containsExactly("r.failed2d 10", "r.new 10", "r.queued 10");
-      assertThat(maintenance.prunePass()).as("a second pass finds nothing").isZero();
+      assertThat(maintenance.runNow(RetentionPass.class)).as("a second pass finds nothing").isZero();
     }
   }
 

@@ -5,8 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.PgTaskWorker;
-import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.maintenance.Maintenance;
+import dev.pgtask.internal.maintenance.VacuumPass;
 import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.TestDatabase;
 import java.time.Duration;
@@ -37,9 +37,8 @@ class VacuumPassTest {
       PgTaskWorker w = PgTaskWorker.builder(pool).concurrency(2).handler("x", (c, p) -> { }).build();
       List<Callable<Boolean>> passes = new ArrayList<>();
       for (int i = 0; i < 4; i++) {
-        Maintenance m = new Maintenance(dev.pgtask.internal.WorkerAccess.config(w).withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
-            new WorkerStats(), () -> { }, () -> { });
-        passes.add(m::vacuumPass);
+        Maintenance m = Maintenance.standalone(dev.pgtask.internal.WorkerAccess.config(w));
+        passes.add(() -> m.runNow(VacuumPass.class));
       }
       ExecutorService threads = Executors.newFixedThreadPool(4);
       int vacuumed = 0;

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
-import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.sql.ClaimQueries;
 import dev.pgtask.testsupport.QueueDatabase;
 import java.time.Duration;
@@ -31,8 +30,7 @@ class MaintenanceLeaseTest {
   private Maintenance maintenance(String workerId, Duration rescueInterval) {
     PgTaskWorker w = PgTaskWorker.builder(queue.pool()).workerId(workerId).concurrency(1)
         .rescueInterval(rescueInterval).handler("test.task", (c, p) -> { }).build();
-    return new Maintenance(dev.pgtask.internal.WorkerAccess.config(w).withTenantLockNamespace(PgTaskWorker.DEFAULT_TENANT_LOCK_NAMESPACE),
-        new WorkerStats(), () -> { }, () -> { });
+    return Maintenance.standalone(dev.pgtask.internal.WorkerAccess.config(w));
   }
 
   private String holder() throws Exception {
@@ -62,26 +60,26 @@ class MaintenanceLeaseTest {
     Maintenance a = maintenance("lease-a", Duration.ofMillis(1));
     Maintenance b = maintenance("lease-b", PgTaskWorker.DEFAULT_RESCUE_INTERVAL);
     Maintenance c = maintenance("lease-c", PgTaskWorker.DEFAULT_RESCUE_INTERVAL);
-    b.tick();
-    c.tick();
+    b.runNow(Tick.class);
+    c.runNow(Tick.class);
     assertThat(b.leads()).as("b leads after the first tick").isTrue();
     assertThat(c.leads()).as("c leads while b's lease is live").isFalse();
     assertThat(holder()).isEqualTo("lease-b");
 
     long first = orphan();
     expireLease();
-    a.tick();
+    a.runNow(Tick.class);
     assertThat(a.leads()).as("a leads after b's lease expired").isTrue();
     assertThat(state(first)).as("the orphan after a took the lease (its rescue round runs at once)").isEqualTo("retryable");
 
     queue.sql().exec("DELETE FROM pgtask.task"); // the next claim takes the next orphan, not this one
     expireLease();
-    c.tick();
+    c.runNow(Tick.class);
     assertThat(c.leads()).as("c leads after a's lease expired").isTrue();
     long second = orphan();
     // a wakes up still believing it leads: its tick's transaction finds the lease taken and rescues nothing
     assertThat(a.leads()).as("a's belief before its tick").isTrue();
-    a.tick();
+    a.runNow(Tick.class);
     assertThat(a.leads()).as("a leads after its tick").isFalse();
     assertThat(state(second)).as("the orphan after the fenced-out tick of a").isEqualTo("running");
     assertThat(holder()).isEqualTo("lease-c");
