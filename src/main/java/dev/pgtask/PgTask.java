@@ -3,7 +3,7 @@ package dev.pgtask;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.pgtask.internal.LocalWake;
+import dev.pgtask.internal.wakeup.LocalWake;
 import dev.pgtask.internal.sql.EnqueueQueries;
 import dev.pgtask.internal.sql.OperationQueries;
 import dev.pgtask.internal.sql.QueueControlQueries;
