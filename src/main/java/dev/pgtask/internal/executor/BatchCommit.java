@@ -14,9 +14,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * How a task transaction ends: its COMMIT (with the hand-off wake-up of this worker's producer when
- * the completions handed a tenant's next task on in this worker's queues, {@link HandOffWake}), the report of its tasks,
- * a COMMIT whose answer was lost checked against durable state, and recovery when the transaction
- * is lost: the culprit fails, every other task it carried runs again alone, in the same attempt.
+ * the completions handed a tenant's next task on in this worker's queues: {@link HandOffWake}), the
+ * report of its tasks, a COMMIT whose answer was lost checked against durable state, and recovery
+ * when the transaction is lost: the culprit fails, every other task it carried runs again alone, in
+ * the same attempt.
  *
  * <p>Runs on the executor thread that owns the transaction ({@link ExecutorThread#tx},
  * {@link ExecutorThread#alone}). {@link #selfWake} is written once by the worker's wiring before the

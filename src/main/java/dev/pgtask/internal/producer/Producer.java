@@ -24,9 +24,9 @@ import org.slf4j.LoggerFactory;
  * <p>It waits for a wake-up ({@link WakeSignal}: a notification for one of its queues, a listener
  * reconnect, the due timer, its own hand-off, an enqueue committed by {@code PgTask} in this JVM; see
  * {@code dev.pgtask.internal.wakeup}) or the poll interval (jittered by up to 10%), then claims in a
- * loop. While the listener listens, the poll runs on its session ({@link #sessionPoll()}: a read of whether a claim would find a task,
- * which wakes this producer when it would); otherwise the producer polls with a plain claim of its
- * own. The claim loop: wait for room (fewer than
+ * loop. While the listener listens, the poll runs on its session ({@link #sessionPoll()}: a read of
+ * whether a claim would find a task, which wakes this producer when it would); otherwise the
+ * producer polls with a plain claim of its own. The claim loop: wait for room (fewer than
  * concurrency + prefetch tasks outstanding), claim at most that room (and at most the batch size) in
  * one statement, hand the tasks to the executor, and claim again at once while claims come back
  * full; a short claim means the queue is drained, so it waits again. With the default prefetch of
@@ -229,8 +229,8 @@ public final class Producer extends Service {
         first = false;
         if (startHead) {
           StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
-              room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace(), spill.sends(),
-              config.transactionBounds());
+              room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace(),
+              spill.sends(), config.transactionBounds());
           claim = started.claim();
           count(claim.tasks());
           if (started.transaction() != null) {

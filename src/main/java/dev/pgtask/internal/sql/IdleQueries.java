@@ -29,9 +29,9 @@ public final class IdleQueries {
   }
 
   /**
-   * Notifies each of {@code queues} that it has a task due now ({@code WakePayload.dueNow}), in one statement (autocommit: sent
-   * as it returns), when a claim of this worker would find a task ({@link #claimable}); returns
-   * how many queues it notified (0: nothing claimable, nothing sent).
+   * Notifies each of {@code queues} that it has a task due now ({@code WakePayload.dueNow}), in one
+   * statement (autocommit: sent as it returns), when a claim of this worker would find a task
+   * ({@link #claimable}); returns how many queues it notified (0: nothing claimable, nothing sent).
    */
   public static int notifyIfClaimable(DSLContext dsl, List<String> queues, List<String> kinds) {
     return dsl.fetchValue(DSL.field("(SELECT count(*) FROM (SELECT pg_notify({0}, q.q) FROM unnest({1}) AS q(q)"
