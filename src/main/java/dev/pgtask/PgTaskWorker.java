@@ -3,19 +3,16 @@ package dev.pgtask;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.ListenConnections;
 import dev.pgtask.internal.WorkerAccess;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerRuntime;
+import dev.pgtask.internal.pooler.Poolers;
+import dev.pgtask.internal.schedule.Schedules;
 import java.sql.Connection;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
@@ -142,6 +139,8 @@ public final class PgTaskWorker implements AutoCloseable {
    * {@code pgtask.workers}.
    *
    * @throws PgTaskException when the database cannot be reached or is not migrated
+   * @throws InvalidScheduleException when a schedule of the builder is invalid (the database checks
+   *     it, cron expression included): every invalid one is named, none is declared, nothing started
    * @throws WorkerIdInUseException when a live worker holds this worker's id (nothing was started)
    * @throws IllegalStateException when already started
    */
@@ -150,14 +149,13 @@ public final class PgTaskWorker implements AutoCloseable {
       if (runtime != null) {
         throw new IllegalStateException("pgtask worker " + config.workerId() + " was already started");
       }
-      dev.pgtask.internal.pooler.Poolers.checkWorkerPool(config.dataSource(), config.workerId());
+      Poolers.checkWorkerPool(config.dataSource(), config.workerId());
       if (config.tenantLockNamespace() == null) {
         config = config.withTenantLockNamespace(WorkerRuntime.readLockNamespace(config.dataSource()));
       }
-      for (Schedule s : schedules) { // declared before the scheduler starts: an invalid one stops the start
-        dev.pgtask.internal.schedule.Schedules.declare(dev.pgtask.internal.sql.Sql.using(config.dataSource()),
-            config.objectMapper(), s);
-      }
+      // declared before the scheduler starts, all or none: an invalid one (the database checks the
+      // cron expression) stops the start, every invalid one named
+      Schedules.declareAll(config.dataSource(), config.objectMapper(), schedules);
       runtime = new WorkerRuntime(config);
       runtime.runScheduler(runSchedules);
       runtime.start();
@@ -190,22 +188,13 @@ public final class PgTaskWorker implements AutoCloseable {
 
   /** What this worker runs with: every setting as resolved by {@link Builder#build()}. */
   public WorkerSettings settings() {
-    WorkerConfig c = config;
-    return new WorkerSettings(c.workerId(), c.queues(), c.kinds(), c.concurrency(), c.batchSize(), c.prefetch(),
-        c.commitBatchSize(), c.commitBatchTime(), c.pollInterval(), c.taskTimeout(), c.shutdownTimeout(),
-        c.leaseDuration(), c.rescueInterval(), c.tenantDeferDelay(), c.retryBackoffBase(), c.retryBackoffCap(),
-        c.listenerPingInterval(), c.completedRetention(), c.failedRetention(), c.tenantLockNamespace());
+    return config.settings();
   }
 
   /** Counters since start (all zero before {@link #start()}): for tests, logs and the command line. */
   public WorkerStatistics stats() {
     WorkerRuntime r = runtime;
-    if (r == null) {
-      return WorkerStatistics.ZERO;
-    }
-    WorkerRuntime.Stats s = r.stats();
-    return new WorkerStatistics(s.claimed(), s.claimQueries(), s.completed(), s.retried(), s.discarded(),
-        s.cancelled(), s.deferred(), s.released(), s.rescued(), s.listenerReconnects());
+    return r == null ? WorkerStatistics.ZERO : r.stats();
   }
 
   static {
@@ -241,37 +230,10 @@ public final class PgTaskWorker implements AutoCloseable {
 
   /** Builds a {@link PgTaskWorker}; everything is validated at {@link #build()}. */
   public static final class Builder {
-    private final DataSource dataSource;
-    private final Map<String, HandlerEntry<?>> handlers = new LinkedHashMap<>();
-    private final LinkedHashSet<String> queues = new LinkedHashSet<>();
-    private Callable<Connection> listenConnectionFactory;
-    private String listenUrl;
-    private int concurrency = DEFAULT_CONCURRENCY;
-    private int batchSize = DEFAULT_BATCH_SIZE;
-    private int prefetch = DEFAULT_PREFETCH;
-    private int commitBatchSize = DEFAULT_COMMIT_BATCH_SIZE;
-    private Duration commitBatchTime = DEFAULT_COMMIT_BATCH_TIME;
-    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
-    private Duration taskTimeout = DEFAULT_TASK_TIMEOUT;
-    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
-    private Duration leaseDuration = DEFAULT_LEASE_DURATION;
-    private Duration rescueInterval = DEFAULT_RESCUE_INTERVAL;
-    private Duration tenantDeferDelay = DEFAULT_TENANT_DEFER_DELAY;
-    private Duration retryBackoffBase = DEFAULT_RETRY_BACKOFF_BASE;
-    private Duration retryBackoffCap = DEFAULT_RETRY_BACKOFF_CAP;
-    private Duration listenerPingInterval = DEFAULT_LISTENER_PING_INTERVAL;
-    private Duration completedRetention = DEFAULT_COMPLETED_RETENTION;
-    private Duration failedRetention = DEFAULT_FAILED_RETENTION;
-    private Integer tenantLockNamespace;
-    private String workerId;
-    private ObjectMapper objectMapper;
-    private PgTaskMetrics metrics = PgTaskMetrics.NOOP;
-    private PgTaskTracing tracing = PgTaskTracing.NONE;
-    private final Map<String, Schedule> schedules = new LinkedHashMap<>();
-    private boolean runSchedules = true;
+    private final WorkerDraft draft;
 
     private Builder(DataSource dataSource) {
-      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+      this.draft = new WorkerDraft(Objects.requireNonNull(dataSource, "dataSource"));
     }
 
     /** Registers a handler for raw JSON payloads. */
@@ -290,31 +252,31 @@ public final class PgTaskWorker implements AutoCloseable {
       Objects.requireNonNull(type, "type");
       Objects.requireNonNull(handler, "handler");
       Objects.requireNonNull(options, "options");
-      if (handlers.containsKey(kind)) {
+      if (draft.handlers.containsKey(kind)) {
         throw new IllegalArgumentException("a handler for kind '" + kind + "' is already registered");
       }
-      handlers.put(kind, new HandlerEntry<>(kind, type, handler, options));
+      draft.handlers.put(kind, new HandlerEntry<>(kind, type, handler, options));
       return this;
     }
 
     /** The queues to claim from (default: {@value TaskOptions#DEFAULT_QUEUE}). */
     public Builder queues(String... queues) {
-      this.queues.clear();
+      draft.queues.clear();
       for (String q : queues) {
-        this.queues.add(Objects.requireNonNull(q, "queue"));
+        draft.queues.add(Objects.requireNonNull(q, "queue"));
       }
       return this;
     }
 
     /** Tasks executed at once (default {@value #DEFAULT_CONCURRENCY}); the pool must have more connections. */
     public Builder concurrency(int concurrency) {
-      this.concurrency = concurrency;
+      draft.concurrency = concurrency;
       return this;
     }
 
     /** Maximum tasks per claim statement (default {@value #DEFAULT_BATCH_SIZE}). */
     public Builder batchSize(int batchSize) {
-      this.batchSize = batchSize;
+      draft.batchSize = batchSize;
       return this;
     }
 
@@ -327,7 +289,7 @@ public final class PgTaskWorker implements AutoCloseable {
      * keeps that to about 100 ms of this worker's work.
      */
     public Builder prefetch(int prefetch) {
-      this.prefetch = prefetch;
+      draft.prefetch = prefetch;
       return this;
     }
 
@@ -349,8 +311,8 @@ public final class PgTaskWorker implements AutoCloseable {
      * waiting tasks.
      */
     public Builder commitBatch(int maxTasks, Duration maxTime) {
-      this.commitBatchSize = maxTasks;
-      this.commitBatchTime = maxTime;
+      draft.commitBatchSize = maxTasks;
+      draft.commitBatchTime = maxTime;
       return this;
     }
 
@@ -361,44 +323,44 @@ public final class PgTaskWorker implements AutoCloseable {
      * through the pool.
      */
     public Builder pollInterval(Duration pollInterval) {
-      this.pollInterval = pollInterval;
+      draft.pollInterval = pollInterval;
       return this;
     }
 
     /** Default task timeout (default 5 min); per kind with {@link HandlerOptions#withTimeout}. */
     public Builder taskTimeout(Duration taskTimeout) {
-      this.taskTimeout = taskTimeout;
+      draft.taskTimeout = taskTimeout;
       return this;
     }
 
-    /** How long running tasks get to finish on {@link #close()} (default 30 s). */
+    /** How long running tasks get to finish on {@link #close()} (default 20 s, {@link #DEFAULT_SHUTDOWN_TIMEOUT}). */
     public Builder shutdownTimeout(Duration shutdownTimeout) {
-      this.shutdownTimeout = shutdownTimeout;
+      draft.shutdownTimeout = shutdownTimeout;
       return this;
     }
 
     /** Claim lease (default 30 s): see docs/failure-modes.md for the rescue bound. */
     public Builder leaseDuration(Duration leaseDuration) {
-      this.leaseDuration = leaseDuration;
+      draft.leaseDuration = leaseDuration;
       return this;
     }
 
     /** Interval of the maintenance passes: rescue and tenant repair (default 10 s). */
     public Builder rescueInterval(Duration rescueInterval) {
-      this.rescueInterval = rescueInterval;
+      draft.rescueInterval = rescueInterval;
       return this;
     }
 
     /** Delay before a task whose tenant lock was busy becomes claimable again (default 1 s). */
     public Builder tenantDeferDelay(Duration tenantDeferDelay) {
-      this.tenantDeferDelay = tenantDeferDelay;
+      draft.tenantDeferDelay = tenantDeferDelay;
       return this;
     }
 
     /** Retry backoff: {@code base * 2^(attempt-1)}, capped, with ±10% jitter (defaults 1 s, 1 h). */
     public Builder retryBackoff(Duration base, Duration cap) {
-      this.retryBackoffBase = base;
-      this.retryBackoffCap = cap;
+      draft.retryBackoffBase = base;
+      draft.retryBackoffCap = cap;
       return this;
     }
 
@@ -408,7 +370,7 @@ public final class PgTaskWorker implements AutoCloseable {
      * run on that connection while it listens, so with the default poll interval no ping is sent.
      */
     public Builder listenerPingInterval(Duration interval) {
-      this.listenerPingInterval = interval;
+      draft.listenerPingInterval = interval;
       return this;
     }
 
@@ -417,8 +379,8 @@ public final class PgTaskWorker implements AutoCloseable {
      * 7 days). Older ones are deleted in batches by the retention pass.
      */
     public Builder retention(Duration completed, Duration cancelledOrDiscarded) {
-      this.completedRetention = completed;
-      this.failedRetention = cancelledOrDiscarded;
+      draft.completedRetention = completed;
+      draft.failedRetention = cancelledOrDiscarded;
       return this;
     }
 
@@ -428,7 +390,7 @@ public final class PgTaskWorker implements AutoCloseable {
      * that setting, or the views will not find the locks.
      */
     public Builder tenantLockNamespace(int namespace) {
-      this.tenantLockNamespace = namespace;
+      draft.tenantLockNamespace = namespace;
       return this;
     }
 
@@ -441,8 +403,8 @@ public final class PgTaskWorker implements AutoCloseable {
      * with its settings. For any other data source {@link #build()} fails and asks for this.
      */
     public Builder listenConnection(Callable<Connection> factory) {
-      this.listenConnectionFactory = Objects.requireNonNull(factory, "factory");
-      this.listenUrl = null; // the last of listenConnection and listenUrl wins
+      draft.listenConnectionFactory = Objects.requireNonNull(factory, "factory");
+      draft.listenUrl = null; // the last of listenConnection and listenUrl wins
       return this;
     }
 
@@ -460,8 +422,8 @@ public final class PgTaskWorker implements AutoCloseable {
     /** As {@link #listenUrl(String)}, logging in as {@code user} with {@code password} (either may be null). */
     public Builder listenUrl(String jdbcUrl, String user, String password) {
       Objects.requireNonNull(jdbcUrl, "jdbcUrl");
-      this.listenUrl = jdbcUrl;
-      this.listenConnectionFactory = ListenConnections.forUrl(jdbcUrl, user, password);
+      draft.listenUrl = jdbcUrl;
+      draft.listenConnectionFactory = ListenConnections.forUrl(jdbcUrl, user, password);
       return this;
     }
 
@@ -471,7 +433,7 @@ public final class PgTaskWorker implements AutoCloseable {
      * when a live worker holds the id.
      */
     public Builder workerId(String workerId) {
-      this.workerId = workerId;
+      draft.workerId = workerId;
       return this;
     }
 
@@ -482,13 +444,13 @@ public final class PgTaskWorker implements AutoCloseable {
      * {@link PayloadLimits#jsonFactory()}, or a payload enqueue accepted may break its own limits.
      */
     public Builder objectMapper(ObjectMapper objectMapper) {
-      this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
+      draft.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
       return this;
     }
 
     /** Where to report metrics (default: nowhere; see {@code dev.pgtask.micrometer.MicrometerMetrics}). */
     public Builder metrics(PgTaskMetrics metrics) {
-      this.metrics = Objects.requireNonNull(metrics, "metrics");
+      draft.metrics = Objects.requireNonNull(metrics, "metrics");
       return this;
     }
 
@@ -498,17 +460,19 @@ public final class PgTaskWorker implements AutoCloseable {
      * with the task at enqueue, on its first attempt.
      */
     public Builder tracing(PgTaskTracing tracing) {
-      this.tracing = Objects.requireNonNull(tracing, "tracing");
+      draft.tracing = Objects.requireNonNull(tracing, "tracing");
       return this;
     }
 
     /**
      * Declares {@code schedule} when the worker starts (an idempotent upsert by name, see
-     * {@link PgTask#schedule(Schedule)}); a later one of the same name replaces an earlier one.
+     * {@link PgTask#schedule(Schedule)}); a later one of the same name replaces an earlier one. The
+     * database checks the schedules, cron expressions included, at {@link PgTaskWorker#start()}: all
+     * are declared in one transaction, or none, and {@code start()} names every invalid one.
      */
     public Builder schedule(Schedule schedule) {
       Objects.requireNonNull(schedule, "schedule");
-      schedules.put(schedule.name(), schedule);
+      draft.schedules.put(schedule.name(), schedule);
       return this;
     }
 
@@ -518,108 +482,20 @@ public final class PgTaskWorker implements AutoCloseable {
      * only run tasks; keep it on in at least one worker, or no schedule fires.
      */
     public Builder runSchedules(boolean run) {
-      this.runSchedules = run;
+      draft.runSchedules = run;
       return this;
     }
 
-    /** Validates everything and builds the worker (not started). */
+    /**
+     * Validates everything and builds the worker (not started).
+     *
+     * @throws IllegalArgumentException naming every invalid setting at once
+     */
     public PgTaskWorker build() {
-      List<String> errors = new ArrayList<>();
-      if (handlers.isEmpty()) {
-        errors.add("no handlers registered");
-      }
-      if (concurrency < 1 || concurrency > 1000) {
-        errors.add("concurrency must be 1..1000, was " + concurrency);
-      }
-      if (batchSize < 1 || batchSize > 10_000) {
-        errors.add("batchSize must be 1..10000, was " + batchSize);
-      }
-      if (prefetch < PREFETCH_AUTO || prefetch > 10_000) {
-        errors.add("prefetch must be 0..10000, or -1 (PREFETCH_AUTO), was " + prefetch);
-      }
-      if (commitBatchSize < 1 || commitBatchSize > 60) {
-        errors.add("commitBatch maxTasks must be 1..60 (savepoints per transaction stay under PostgreSQL's"
-            + " 64 cached subtransactions), was " + commitBatchSize);
-      }
-      requirePositive(errors, "commitBatch maxTime", commitBatchTime);
-      requirePositive(errors, "pollInterval", pollInterval);
-      requirePositive(errors, "taskTimeout", taskTimeout);
-      requireNotNegative(errors, "shutdownTimeout", shutdownTimeout);
-      requirePositive(errors, "leaseDuration", leaseDuration);
-      requirePositive(errors, "rescueInterval", rescueInterval);
-      requireNotNegative(errors, "tenantDeferDelay", tenantDeferDelay);
-      requireNotNegative(errors, "retryBackoff base", retryBackoffBase);
-      requirePositive(errors, "retryBackoff cap", retryBackoffCap);
-      requirePositive(errors, "listenerPingInterval", listenerPingInterval);
-      requireNotNegative(errors, "completed retention", completedRetention);
-      requireNotNegative(errors, "failed retention", failedRetention);
-      List<String> queueList = new ArrayList<>(queues.isEmpty() ? List.of(TaskOptions.DEFAULT_QUEUE) : queues);
-      for (String q : queueList) {
-        if (q.isEmpty() || q.length() > 128 || !q.matches("[A-Za-z0-9_.:-]+")) {
-          errors.add("queue '" + q + "' is invalid: 1 to 128 letters, digits or _ . : -");
-        }
-      }
-      for (String kind : handlers.keySet()) {
-        if (kind.isEmpty() || kind.length() > 255) {
-          errors.add("kind '" + kind + "' is invalid: 1 to 255 characters");
-        }
-      }
-      if (dataSource instanceof HikariDataSource h && h.getMaximumPoolSize() < concurrency + 1) {
-        errors.add("the connection pool has " + h.getMaximumPoolSize() + " connections; concurrency "
-            + concurrency + " needs at least " + (concurrency + 1)
-            + " (one per executing task, one for claims and maintenance)");
-      }
-      int pgPoolSize = pgPoolingMaxConnections(dataSource);
-      if (pgPoolSize > 0 && pgPoolSize < concurrency + 1) {
-        errors.add("the connection pool has " + pgPoolSize + " connections; concurrency " + concurrency
-            + " needs at least " + (concurrency + 1) + " (one per executing task, one for claims and maintenance)");
-      }
-      if (listenUrl != null && !listenUrl.startsWith("jdbc:postgresql:")) {
-        errors.add("listenUrl must be a pgjdbc URL (jdbc:postgresql://host:port/database), was '"
-            + dev.pgtask.internal.Secrets.redact(listenUrl) + "'");
-      }
-      Callable<Connection> listen = listenConnectionFactory != null ? listenConnectionFactory
-          : ListenConnections.derive(dataSource);
-      if (listen == null) {
-        errors.add("cannot tell whether a " + dataSource.getClass().getName() + " is pooled, and the LISTEN"
-            + " connection must not come from a pool (it would go back still listening): give"
-            + " listenConnection(...), e.g. () -> DriverManager.getConnection(url, user, password)");
-      }
-      if (!errors.isEmpty()) {
-        throw new IllegalArgumentException("pgtask worker: " + String.join("; ", errors));
-      }
-      String id = workerId != null ? workerId : defaultWorkerId();
-      WorkerConfig config = new WorkerConfig(id, dataSource, listen, List.copyOf(queueList),
-          Map.copyOf(handlers), concurrency, batchSize, prefetch, commitBatchSize, commitBatchTime, pollInterval, taskTimeout, shutdownTimeout,
-          leaseDuration, rescueInterval, tenantDeferDelay, retryBackoffBase, retryBackoffCap,
-          listenerPingInterval, completedRetention, failedRetention, tenantLockNamespace,
-          objectMapper != null ? objectMapper : defaultObjectMapper(), metrics, tracing);
-      PgTaskWorker worker = new PgTaskWorker(config);
-      worker.schedules = List.copyOf(schedules.values());
-      worker.runSchedules = runSchedules;
+      PgTaskWorker worker = new PgTaskWorker(draft.resolve());
+      worker.schedules = List.copyOf(draft.schedules.values());
+      worker.runSchedules = draft.runSchedules;
       return worker;
-    }
-
-    private static void requirePositive(List<String> errors, String name, Duration d) {
-      if (d == null || d.isNegative() || d.isZero()) {
-        errors.add(name + " must be positive, was " + d);
-      }
-    }
-
-    private static void requireNotNegative(List<String> errors, String name, Duration d) {
-      if (d == null || d.isNegative()) {
-        errors.add(name + " must not be negative, was " + d);
-      }
-    }
-
-    /** The size limit of a pgjdbc {@code PGPoolingDataSource} (0: unlimited), or 0 for any other data source. */
-    @SuppressWarnings("deprecation")
-    private static int pgPoolingMaxConnections(DataSource ds) {
-      return ds instanceof org.postgresql.ds.PGPoolingDataSource p ? p.getMaxConnections() : 0;
-    }
-
-    private static String defaultWorkerId() {
-      return dev.pgtask.internal.WorkerIds.nextDefault();
     }
   }
 }

@@ -1,6 +1,5 @@
 package dev.pgtask;
 
-import dev.pgtask.internal.schedule.CronSyntax;
 import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.ZoneId;
@@ -25,8 +24,12 @@ import java.util.Objects;
  * {@code @midnight}, {@code @hourly}). Fields take {@code *}, numbers, names ({@code JAN}..,
  * {@code SUN}..), ranges {@code a-b}, lists {@code a,b} and steps {@code /n}; {@code ?} in a day
  * field of a six-field expression. {@code L}, {@code W} and {@code #} are not supported. The
- * expression and the zone are checked here, at once ({@link InvalidScheduleException}), and again
- * by the database at declaration.
+ * database is the one parser of the expression ({@code pgtask.cron_parse}, the same for SQL and
+ * Java): it is checked at declaration, by {@link PgTask#schedule(Schedule)}, or by
+ * {@link PgTaskWorker#start()} for the schedules of the worker's builder (every invalid one named at
+ * once, none declared), and an invalid one is refused with {@link InvalidScheduleException} carrying
+ * the database's message. The name, the zone and the policies are checked here, at once, and again
+ * by the database.
  *
  * <p>Defaults: queue {@value TaskOptions#DEFAULT_QUEUE}, no tenant, zone UTC, missed fires
  * skipped, a fire skipped while the schedule's previous task is unfinished, no jitter, priority 0,
@@ -76,7 +79,8 @@ public final class Schedule {
    * A schedule named {@code name} that enqueues {@code args} (its kind, and its fields as the
    * payload) at every fire time of {@code cron}.
    *
-   * @throws InvalidScheduleException the name is empty or the cron expression is invalid
+   * @throws InvalidScheduleException the name is empty or too long (the cron expression is checked
+   *     by the database at declaration)
    */
   public static Schedule of(String name, String cron, TaskArgs args) {
     Objects.requireNonNull(args, "args");
@@ -87,7 +91,8 @@ public final class Schedule {
    * A schedule named {@code name} that enqueues a task of {@code kind} with an empty payload at
    * every fire time of {@code cron}.
    *
-   * @throws InvalidScheduleException the name is empty or the cron expression is invalid
+   * @throws InvalidScheduleException the name is empty or too long (the cron expression is checked
+   *     by the database at declaration)
    */
   public static Schedule of(String name, String cron, String kind) {
     if (name == null || name.isBlank()) {
@@ -97,7 +102,7 @@ public final class Schedule {
       throw new InvalidScheduleException("schedule_name_length",
           "pgtask: invalid schedule: name must be at most 255 characters");
     }
-    CronSyntax.check(cron);
+    Objects.requireNonNull(cron, "cron");
     return new Schedule(name, cron.strip(), kind, null, TaskOptions.DEFAULT_QUEUE, null, DEFAULT_ZONE, 0, false,
         Duration.ZERO, TaskOptions.DEFAULT_PRIORITY, TaskOptions.DEFAULT_MAX_ATTEMPTS);
   }

@@ -138,13 +138,15 @@ class JavaEnqueueTest {
   }
 
   @Test
-  void enqueueOnTheCallersJooqContextExistsOnlyIfTheCallerCommits() throws Exception {
+  void enqueueOnTheConnectionOfTheCallersJooqTransactionExistsOnlyIfTheCallerCommits() throws Exception {
+    // the way docs/migration.md shows for the removed DSLContext overloads: the jOOQ transaction's connection
     DSLContext dsl = DSL.using(db.dataSource(), SQLDialect.POSTGRES);
     List<Long> committed = dsl.transactionResult(cfg -> {
       List<Long> ids = new ArrayList<>();
-      ids.add(pgtask.enqueue(cfg.dsl(), NewTask.of("jooq.commit", Map.of())));
-      ids.add(pgtask.enqueue(cfg.dsl(), new SendInvoice(7, "y"), TaskOptions.defaults().withQueue("jooq")));
-      ids.addAll(pgtask.enqueueAll(cfg.dsl(), List.of(NewTask.of("jooq.commit", Map.of()))));
+      ids.add(cfg.dsl().connectionResult(c -> pgtask.enqueue(c, NewTask.of("jooq.commit", Map.of()))));
+      ids.add(cfg.dsl().connectionResult(c -> pgtask.enqueue(c, new SendInvoice(7, "y"),
+          TaskOptions.defaults().withQueue("jooq"))));
+      ids.addAll(cfg.dsl().connectionResult(c -> pgtask.enqueueAll(c, List.of(NewTask.of("jooq.commit", Map.of())))));
       assertThat(exists(ids.get(0))).as("another connection sees the task before the commit").isFalse();
       return ids;
     });
@@ -152,8 +154,8 @@ class JavaEnqueueTest {
     class Rollback extends RuntimeException {}
     try {
       dsl.transaction(cfg -> {
-        rolledBack.add(pgtask.enqueue(cfg.dsl(), NewTask.of("jooq.rollback", Map.of())));
-        rolledBack.addAll(pgtask.enqueueAll(cfg.dsl(), List.of(NewTask.of("jooq.rollback", Map.of()))));
+        cfg.dsl().connection(c -> rolledBack.add(pgtask.enqueue(c, NewTask.of("jooq.rollback", Map.of()))));
+        cfg.dsl().connection(c -> rolledBack.addAll(pgtask.enqueueAll(c, List.of(NewTask.of("jooq.rollback", Map.of())))));
         throw new Rollback();
       });
     } catch (Rollback expected) {
@@ -281,8 +283,8 @@ class JavaEnqueueTest {
       tx.rollback();
     }
     InvalidTaskException e = catchThrowableOfType(InvalidTaskException.class,
-        () -> DSL.using(db.dataSource(), SQLDialect.POSTGRES).transaction(cfg ->
-            pgtask.enqueueAll(cfg.dsl(), List.of(NewTask.of("k", Map.of(), TaskOptions.defaults().withMaxAttempts(0))))));
+        () -> DSL.using(db.dataSource(), SQLDialect.POSTGRES).transaction(cfg -> cfg.dsl().connection(c ->
+            pgtask.enqueueAll(c, List.of(NewTask.of("k", Map.of(), TaskOptions.defaults().withMaxAttempts(0)))))));
     assertThat(e).as("exception from a batch in a jOOQ transaction").isNotNull();
     assertThat(e.constraint()).as("rule named in a jOOQ transaction").isEqualTo("task_max_attempts_positive");
   }

@@ -3,11 +3,9 @@ package dev.pgtask;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
-import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.util.List;
-import java.util.function.Function;
 import java.util.stream.Stream;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterAll;
@@ -51,7 +49,6 @@ class UnmigratedDatabaseTest {
 
   static Stream<Arguments> everyEnqueue() {
     NewTask task = NewTask.of(new Ping(1));
-    Function<Connection, org.jooq.DSLContext> dsl = Sql::using;
     return Stream.of(
         Arguments.of("enqueue(args)", (Enqueue) (p, tx) -> p.enqueue(new Ping(1))),
         Arguments.of("enqueue(args, options)", (Enqueue) (p, tx) -> p.enqueue(new Ping(1), TaskOptions.defaults())),
@@ -59,13 +56,8 @@ class UnmigratedDatabaseTest {
         Arguments.of("enqueue(tx, args)", (Enqueue) (p, tx) -> p.enqueue(tx, new Ping(1))),
         Arguments.of("enqueue(tx, args, options)", (Enqueue) (p, tx) -> p.enqueue(tx, new Ping(1), TaskOptions.defaults())),
         Arguments.of("enqueue(tx, task)", (Enqueue) (p, tx) -> p.enqueue(tx, task)),
-        Arguments.of("enqueue(dsl, args)", (Enqueue) (p, tx) -> p.enqueue(dsl.apply(tx), new Ping(1))),
-        Arguments.of("enqueue(dsl, args, options)",
-            (Enqueue) (p, tx) -> p.enqueue(dsl.apply(tx), new Ping(1), TaskOptions.defaults())),
-        Arguments.of("enqueue(dsl, task)", (Enqueue) (p, tx) -> p.enqueue(dsl.apply(tx), task)),
         Arguments.of("enqueueAll(tasks)", (Enqueue) (p, tx) -> p.enqueueAll(List.of(task, task))),
-        Arguments.of("enqueueAll(tx, tasks)", (Enqueue) (p, tx) -> p.enqueueAll(tx, List.of(task, task))),
-        Arguments.of("enqueueAll(dsl, tasks)", (Enqueue) (p, tx) -> p.enqueueAll(dsl.apply(tx), List.of(task, task))));
+        Arguments.of("enqueueAll(tx, tasks)", (Enqueue) (p, tx) -> p.enqueueAll(tx, List.of(task, task))));
   }
 
   @ParameterizedTest(name = "{0}")

@@ -4,8 +4,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.internal.sql.OpsQueries;
 import dev.pgtask.internal.sql.OpsQueries.Progress;
 import dev.pgtask.internal.sql.Sql;
-import dev.pgtask.internal.sql.ViewReads;
-import dev.pgtask.internal.sql.ViewRow;
+import dev.pgtask.ops.PgTaskOperations;
+import dev.pgtask.ops.TenantLock;
 import dev.pgtask.migrate.Migrations;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -101,6 +101,7 @@ public final class DemoCommand implements Callable<Integer> {
   CommandSpec spec;
 
   private final List<DemoWorker> started = new ArrayList<>();
+  private PgTaskOperations operations; // the reads of the views, over the demo's pool (set in call)
   private String listenJdbcUrl; // the workers' PGTASK_LISTEN_URL, or null
   private boolean onEmbeddedServer; // the demo started its own server, deleted at the end
 
@@ -140,6 +141,7 @@ public final class DemoCommand implements Callable<Integer> {
       out.printf("pgtask demo on %s: %d tasks over %d tenants, %d worker processes x %d, one killed midway%n",
           settings.describe(), tasks, tenants, workers, concurrency);
       out.flush();
+      operations = PgTaskOperations.create(pool);
       int code = run(dsl, settings, out, err);
       stopWorkers();
       cleanUp(dsl, settings, out, code == ExitCodes.OK);
@@ -289,7 +291,7 @@ public final class DemoCommand implements Callable<Integer> {
         rescuedSeen = rescued;
       }
       if (!snapshotTaken && progress.completed() * 4 >= progress.total() && progress.running() > 0) {
-        List<ViewRow> locks = dsl.connectionResult(ViewReads::tenantLocks);
+        List<TenantLock> locks = operations.tenantLocks();
         if (!locks.isEmpty()) {
           snapshotTaken = true;
           int shown = Math.min(8, locks.size());
@@ -333,8 +335,8 @@ public final class DemoCommand implements Callable<Integer> {
     started.forEach(w -> ids.add(w.id));
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     while (true) {
-      Set<String> up = new HashSet<>(OpsQueries.selectWorkers(dsl).getValues(
-          dev.pgtask.internal.sql.gen.Tables.WORKERS.ID));
+      Set<String> up = new HashSet<>();
+      operations.workers().forEach(w -> up.add(w.id()));
       if (up.containsAll(ids)) {
         out.printf("all %d workers registered in pgtask.workers after %s%n", ids.size(),
             Formats.duration(Duration.ofNanos(System.nanoTime() - t0)));

@@ -1,6 +1,5 @@
 package dev.pgtask.cli;
 
-import dev.pgtask.PgTask;
 import dev.pgtask.TaskExplanation;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
@@ -32,9 +31,8 @@ public final class ExplainCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     TaskExplanation e;
-    try (OpsDatabase db = OpsDatabase.open(connection, "pgtask explain")) {
-      PgTask pgtask = PgTask.create(db.dataSource());
-      e = db.run(dsl -> pgtask.explain(id));
+    try (OpsConnection db = OpsConnection.open(connection, "pgtask explain")) {
+      e = db.read(ops -> ops.explain(id));
     }
     PrintWriter out = spec.commandLine().getOut();
     if (json) {

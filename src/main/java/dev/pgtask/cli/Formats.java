@@ -5,10 +5,10 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import dev.pgtask.internal.sql.ViewRow;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.lang.reflect.RecordComponent;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -18,7 +18,7 @@ import java.util.Locale;
 /**
  * How the operator commands print values: for humans (compact durations, instants in UTC to the
  * second, lists comma-separated) and as JSON for scripts (view column names as keys, instants as
- * ISO-8601 strings, intervals as seconds, arrays as arrays). Control characters in values print
+ * ISO-8601 strings, intervals as seconds, arrays as arrays, numerics as strings). Control characters in values print
  * escaped either way ({@link TerminalText}).
  *
  * <p>The read-only commands write their JSON with Jackson's streaming generator ({@link #printJson(PrintWriter,
@@ -54,7 +54,7 @@ final class Formats {
     if (v instanceof Duration d) {
       return duration(d);
     }
-    if (v instanceof Object[] a) {
+    if (v instanceof List<?> a) {
       StringBuilder b = new StringBuilder();
       for (Object o : a) {
         b.append(b.length() == 0 ? "" : ",").append(text(o));
@@ -118,24 +118,44 @@ final class Formats {
     void write(JsonGenerator json) throws IOException;
   }
 
-  /** A view row as a JSON object keyed by its column names, in the view's order. */
-  static void write(JsonGenerator json, ViewRow r) throws IOException {
+  /**
+   * A view's row (one of the records of {@code dev.pgtask.ops}, whose components are the view's
+   * columns in its order) as a JSON object keyed by the view's column names.
+   */
+  static void write(JsonGenerator json, Record r) throws IOException {
     json.writeStartObject();
-    List<String> columns = r.columns();
-    for (int i = 0; i < columns.size(); i++) {
-      json.writeFieldName(columns.get(i));
-      value(json, r.value(i));
+    for (RecordComponent c : r.getClass().getRecordComponents()) {
+      json.writeFieldName(columnName(c.getName()));
+      try {
+        value(json, c.getAccessor().invoke(r));
+      } catch (ReflectiveOperationException e) {
+        throw new IllegalStateException("cannot read " + c.getName() + " of " + r.getClass().getSimpleName(), e);
+      }
     }
     json.writeEndObject();
   }
 
   /** View rows as a JSON array of objects. */
-  static void write(JsonGenerator json, List<ViewRow> rows) throws IOException {
+  static void write(JsonGenerator json, List<? extends Record> rows) throws IOException {
     json.writeStartArray();
-    for (ViewRow r : rows) {
+    for (Record r : rows) {
       write(json, r);
     }
     json.writeEndArray();
+  }
+
+  /** A record component's name as the view's column name: {@code waitingForTenant} is {@code waiting_for_tenant}. */
+  static String columnName(String component) {
+    StringBuilder b = new StringBuilder(component.length() + 4);
+    for (int i = 0; i < component.length(); i++) {
+      char ch = component.charAt(i);
+      if (Character.isUpperCase(ch)) {
+        b.append('_').append(Character.toLowerCase(ch));
+      } else {
+        b.append(ch);
+      }
+    }
+    return b.toString();
   }
 
   private static void value(JsonGenerator json, Object v) throws IOException {
@@ -153,7 +173,7 @@ final class Formats {
       json.writeString(i.toString());
     } else if (v instanceof Duration d) {
       json.writeNumber(d.toNanos() / 1e9);
-    } else if (v instanceof Object[] arr) {
+    } else if (v instanceof List<?> arr) {
       json.writeStartArray();
       for (Object e : arr) {
         if (e instanceof Integer i) {

@@ -1,7 +1,8 @@
 package dev.pgtask.cli;
 
-import dev.pgtask.internal.sql.ViewReads;
-import dev.pgtask.internal.sql.ViewRow;
+import dev.pgtask.ops.PgTaskOperations;
+import dev.pgtask.ops.RunningTask;
+import dev.pgtask.ops.TenantLock;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -33,8 +34,8 @@ public final class LocksCommand implements Callable<Integer> {
   /** Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry). */
   int call(PrintWriter out) {
     try (OpsConnection db = OpsConnection.open(connection, "pgtask locks")) {
-      List<ViewRow> locks = db.read(ViewReads::tenantLocks);
-      List<ViewRow> running = db.read(c -> ViewReads.running(c, true));
+      List<TenantLock> locks = db.read(PgTaskOperations::tenantLocks);
+      List<RunningTask> running = db.read(PgTaskOperations::runningWithTenant);
       if (json) {
         Formats.printJson(out, g -> {
           g.writeStartObject();
@@ -54,10 +55,9 @@ public final class LocksCommand implements Callable<Integer> {
       // no backend and no: its worker is gone (pgtask.running.claimed_ahead)
       TextTable t = new TextTable("TASK_ID", "KIND", "QUEUE", "TENANT", "WORKER", "BACKEND_PID", "RUNNING_FOR",
           "HOLDS_TENANT_LOCK", "CLAIMED_AHEAD");
-      for (ViewRow r : running) {
-        t.row(r.get("task_id"), r.get("kind"), r.get("queue"), r.get("tenant"), r.get("worker"), r.get("backend_pid"),
-            Formats.text(r.get("running_for")), Formats.text(r.get("holds_tenant_lock")),
-            Formats.text(r.get("claimed_ahead")));
+      for (RunningTask r : running) {
+        t.row(r.taskId(), r.kind(), r.queue(), r.tenant(), r.worker(), r.backendPid(), Formats.text(r.runningFor()),
+            Formats.text(r.holdsTenantLock()), Formats.text(r.claimedAhead()));
       }
       out.print(t.isEmpty() ? "  (none)\n" : t.render());
       out.flush();
@@ -66,11 +66,10 @@ public final class LocksCommand implements Callable<Integer> {
   }
 
   /** The tenant locks as a table (also used by the demo's snapshot). */
-  static TextTable tenantLocks(List<ViewRow> locks) {
+  static TextTable tenantLocks(List<TenantLock> locks) {
     TextTable t = new TextTable("TENANT", "HOLDER_PID", "APPLICATION_NAME", "HELD_FOR", "WAITING_PIDS");
-    for (ViewRow l : locks) {
-      t.row(l.get("tenant"), l.get("holder_pid"), l.get("application_name"), Formats.text(l.get("held_for")),
-          Formats.text(l.get("waiting_pids")));
+    for (TenantLock l : locks) {
+      t.row(l.tenant(), l.holderPid(), l.applicationName(), Formats.text(l.heldFor()), Formats.text(l.waitingPids()));
     }
     return t;
   }

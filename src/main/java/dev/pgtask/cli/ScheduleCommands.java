@@ -1,12 +1,11 @@
 package dev.pgtask.cli;
 
-import dev.pgtask.internal.sql.ViewReads;
-import dev.pgtask.internal.sql.ViewRow;
-
 import dev.pgtask.InvalidScheduleException;
 import dev.pgtask.PgTask;
 import dev.pgtask.Schedule;
 import dev.pgtask.TaskOptions;
+import dev.pgtask.ops.PgTaskOperations;
+import dev.pgtask.ops.ScheduleStatus;
 import dev.pgtask.internal.sql.ScheduleQueries;
 import dev.pgtask.internal.sql.gen.tables.records.SchedulesRecord;
 import java.io.PrintWriter;
@@ -52,18 +51,17 @@ final class ScheduleCommands {
     public Integer call() {
       PrintWriter out = spec.commandLine().getOut();
       try (OpsConnection db = OpsConnection.open(connection, "pgtask schedules")) {
-        java.util.List<ViewRow> rows = db.read(ViewReads::schedules);
+        java.util.List<ScheduleStatus> rows = db.read(PgTaskOperations::schedules);
         if (json) {
           Formats.printJson(out, g -> Formats.write(g, rows));
           return ExitCodes.OK;
         }
         TextTable t = new TextTable("NAME", "CRON", "ZONE", "KIND", "QUEUE", "TENANT", "PAUSED", "NEXT_FIRE_AT",
             "LAST_FIRE_AT", "LAST_TASK", "LAST_STATE", "FIRED");
-        for (ViewRow r : rows) {
-          t.row(r.get("name"), r.get("cron"), r.get("time_zone"), r.get("kind"), r.get("queue"), Formats.text(r.get("tenant")),
-              Boolean.TRUE.equals(r.get("paused")) ? "yes" : (Boolean.TRUE.equals(r.get("queue_paused")) ? "queue" : "no"),
-              Formats.text(r.get("next_fire_at")), Formats.text(r.get("last_fire_at")), Formats.text(r.get("last_task_id")),
-              Formats.text(r.get("last_task_state")), r.get("fired"));
+        for (ScheduleStatus r : rows) {
+          t.row(r.name(), r.cron(), r.timeZone(), r.kind(), r.queue(), Formats.text(r.tenant()),
+              r.paused() ? "yes" : r.queuePaused() ? "queue" : "no", Formats.text(r.nextFireAt()),
+              Formats.text(r.lastFireAt()), Formats.text(r.lastTaskId()), Formats.text(r.lastTaskState()), r.fired());
         }
         out.print(t.isEmpty() ? "no schedules\n" : t.render());
         out.flush();

@@ -1,7 +1,12 @@
 package dev.pgtask.cli;
 
-import dev.pgtask.internal.sql.ViewReads;
-import dev.pgtask.internal.sql.ViewRow;
+import dev.pgtask.ops.Health;
+import dev.pgtask.ops.MaintenanceLeader;
+import dev.pgtask.ops.PausedQueueStatus;
+import dev.pgtask.ops.PgTaskOperations;
+import dev.pgtask.ops.QueueSummary;
+import dev.pgtask.ops.TenantLoad;
+import dev.pgtask.ops.Unrunnable;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
@@ -41,12 +46,12 @@ public final class StatusCommand implements Callable<Integer> {
   /** Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry). */
   int call(PrintWriter out) {
     try (OpsConnection db = OpsConnection.open(connection, "pgtask status")) {
-      List<ViewRow> queues = db.read(ViewReads::queueSummary);
-      ViewRow health = db.read(ViewReads::health);
-      List<ViewRow> unrunnable = db.read(ViewReads::unrunnable);
-      List<ViewRow> paused = db.read(ViewReads::pausedQueues);
-      List<ViewRow> load = db.read(c -> ViewReads.tenantLoad(c, TENANT_LOAD_ROWS));
-      ViewRow leader = db.read(ViewReads::maintenanceLeader);
+      List<QueueSummary> queues = db.read(PgTaskOperations::queueSummary);
+      Health health = db.read(PgTaskOperations::health);
+      List<Unrunnable> unrunnable = db.read(PgTaskOperations::unrunnable);
+      List<PausedQueueStatus> paused = db.read(PgTaskOperations::pausedQueues);
+      List<TenantLoad> load = db.read(ops -> ops.tenantLoad(TENANT_LOAD_ROWS));
+      MaintenanceLeader leader = db.read(ops -> ops.maintenanceLeader().orElse(null));
       if (json) {
         Formats.printJson(out, g -> {
           g.writeStartObject();
@@ -72,19 +77,16 @@ public final class StatusCommand implements Callable<Integer> {
       // executor (queue_summary's running counts both)
       TextTable t = new TextTable("QUEUE", "SCHEDULED", "AVAILABLE", "RUNNING", "CLAIMED_AHEAD", "RETRYABLE",
           "COMPLETED", "CANCELLED", "DISCARDED", "WAITING_FOR_TENANT", "LAG");
-      for (ViewRow q : queues) {
-        long running = q.get("running", Long.class);
-        long ahead = q.get("claimed_ahead", Long.class);
-        t.row(q.get("queue"), q.get("scheduled"), q.get("available"), running - ahead, ahead, q.get("retryable"),
-            q.get("completed"), q.get("cancelled"), q.get("discarded"), q.get("waiting_for_tenant"),
-            Formats.text(q.get("lag")));
+      for (QueueSummary q : queues) {
+        t.row(q.queue(), q.scheduled(), q.available(), q.executing(), q.claimedAhead(), q.retryable(),
+            q.completed(), q.cancelled(), q.discarded(), q.waitingForTenant(), Formats.text(q.lag()));
       }
       out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
       if (!paused.isEmpty()) {
         // paused queues, with or without tasks: no worker claims from them
         TextTable p = new TextTable("PAUSED_QUEUE", "PAUSED_AT", "PAUSED_BY", "DUE", "QUEUED");
-        for (ViewRow r : paused) {
-          p.row(r.get("queue"), Formats.text(r.get("paused_at")), r.get("paused_by"), r.get("due"), r.get("queued"));
+        for (PausedQueueStatus r : paused) {
+          p.row(r.queue(), Formats.text(r.pausedAt()), r.pausedBy(), r.due(), r.queued());
         }
         out.println();
         out.println("paused queues: no worker claims their tasks (pgtask resume QUEUE)");
@@ -96,9 +98,9 @@ public final class StatusCommand implements Callable<Integer> {
       if (!unrunnable.isEmpty()) {
         // what no live worker can run: shown only when there is some
         TextTable u = new TextTable("QUEUE", "KIND", "REASON", "TASKS", "OLDEST_DUE_FOR", "TENANTS", "WAITING_BEHIND");
-        for (ViewRow r : unrunnable) {
-          u.row(r.get("queue"), r.get("kind"), r.get("reason"), r.get("tasks"), Formats.text(r.get("oldest_due_for")),
-              r.get("tenants"), r.get("waiting_behind"));
+        for (Unrunnable r : unrunnable) {
+          u.row(r.queue(), r.kind(), r.reason(), r.tasks(), Formats.text(r.oldestDueFor()), r.tenants(),
+              r.waitingBehind());
         }
         out.println();
         out.println("not runnable by any live worker (pgtask.unrunnable)");
@@ -107,9 +109,9 @@ public final class StatusCommand implements Callable<Integer> {
       if (!load.isEmpty()) {
         TextTable l = new TextTable("TENANT", "ARRIVALS/MIN", "COMPLETIONS/MIN", "MEAN_RUN_S", "P95_RUN_S", "UTILISATION",
             "BACKLOG", "TREND/MIN");
-        for (ViewRow r : load) {
-          l.row(r.get("tenant"), r.get("arrivals_per_min"), r.get("completions_per_min"), r.get("mean_run_s"),
-              r.get("p95_run_s"), r.get("utilisation"), r.get("backlog"), r.get("backlog_trend_per_min"));
+        for (TenantLoad r : load) {
+          l.row(r.tenant(), r.arrivalsPerMin(), r.completionsPerMin(), r.meanRunS(), r.p95RunS(), r.utilisation(),
+              r.backlog(), r.backlogTrendPerMin());
         }
         out.println();
         out.println("tenant load, last 15 minutes, busiest first (pgtask.tenant_load; utilisation >= 1: the backlog"
@@ -121,19 +123,18 @@ public final class StatusCommand implements Callable<Integer> {
     return ExitCodes.OK;
   }
 
-  static String health(ViewRow h) {
-    String oldest = h.get("oldest_xact_pid") == null ? "none open"
-        : "pid " + h.get("oldest_xact_pid") + " (" + TerminalText.escape(blankAsUnknown(h.get("oldest_xact_application", String.class)))
-            + "), open for " + Formats.text(h.get("oldest_xact_age"));
-    String table = h.get("task_live_tuples") + " live, " + h.get("task_dead_tuples") + " dead tuples, "
-        + Formats.bytes(h.get("task_table_bytes", Long.class));
-    String vacuum = "autovacuum " + (h.get("task_last_autovacuum") == null ? "never" : Formats.text(h.get("task_last_autovacuum")))
-        + ", vacuum " + (h.get("task_last_vacuum") == null ? "never" : Formats.text(h.get("task_last_vacuum")));
-    Double usage = h.get("notification_queue_usage", Double.class);
-    String notify = usage == null ? "" : String.format(Locale.ROOT, "%.1f%% used", usage * 100);
-    long unserved = count(h, "unserved_tasks");
-    long unhandled = count(h, "unhandled_tasks");
-    long stuck = count(h, "tenants_stuck");
+  static String health(Health h) {
+    String oldest = h.oldestXactPid() == null ? "none open"
+        : "pid " + h.oldestXactPid() + " (" + TerminalText.escape(blankAsUnknown(h.oldestXactApplication()))
+            + "), open for " + Formats.text(h.oldestXactAge());
+    String table = h.taskLiveTuples() + " live, " + h.taskDeadTuples() + " dead tuples, "
+        + Formats.bytes(h.taskTableBytes());
+    String vacuum = "autovacuum " + (h.taskLastAutovacuum() == null ? "never" : Formats.text(h.taskLastAutovacuum()))
+        + ", vacuum " + (h.taskLastVacuum() == null ? "never" : Formats.text(h.taskLastVacuum()));
+    String notify = String.format(Locale.ROOT, "%.1f%% used", h.notificationQueueUsage() * 100);
+    long unserved = h.unservedTasks();
+    long unhandled = h.unhandledTasks();
+    long stuck = h.tenantsStuck();
     String unrunnable = unserved + unhandled + stuck == 0 ? ""
         : "  not runnable        " + unserved + " due in queues no live worker serves, " + unhandled
             + " due of kinds no live worker of their queue handles, " + stuck + " tenant(s) waiting behind them\n";
@@ -146,16 +147,11 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   /** The holder of a live maintenance lease, its term and last renewal; or that none holds one. */
-  static String leader(ViewRow l) {
-    if (l == null || !Boolean.TRUE.equals(l.get("live"))) {
+  static String leader(MaintenanceLeader l) {
+    if (l == null || !l.live()) {
       return "none (no live lease: a worker takes it at its next heartbeat)";
     }
-    return TerminalText.escape(l.get("worker")) + " (term " + l.get("term") + ", renewed " + Formats.text(l.get("renewed_ago")) + " ago)";
-  }
-
-  private static long count(ViewRow h, String column) {
-    Long n = h.get(column, Long.class);
-    return n == null ? 0 : n;
+    return TerminalText.escape(l.worker()) + " (term " + l.term() + ", renewed " + Formats.text(l.renewedAgo()) + " ago)";
   }
 
   private static String blankAsUnknown(String s) {

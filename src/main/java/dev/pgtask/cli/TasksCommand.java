@@ -1,8 +1,7 @@
 package dev.pgtask.cli;
 
 import dev.pgtask.TaskState;
-import dev.pgtask.internal.sql.ViewReads;
-import dev.pgtask.internal.sql.ViewRow;
+import dev.pgtask.ops.TaskSummary;
 import java.io.PrintWriter;
 import java.util.Arrays;
 import java.util.List;
@@ -61,18 +60,16 @@ public final class TasksCommand implements Callable<Integer> {
    */
   int call(PrintWriter out) {
     try (OpsConnection db = OpsConnection.open(connection, "pgtask tasks")) {
-      List<ViewRow> tasks = db.read(c ->
-          ViewReads.tasks(c, state == null ? null : state.sqlName(), queue, kind, limit));
+      List<TaskSummary> tasks = db.read(ops -> ops.tasks(state, queue, kind, limit));
       if (json) {
         Formats.printJson(out, g -> Formats.write(g, tasks));
         return ExitCodes.OK;
       }
       TextTable t = new TextTable("ID", "KIND", "QUEUE", "TENANT", "STATE", "ATTEMPT", "PRIORITY", "RUN_AT",
           "FINISHED_AT", "LAST_ERROR");
-      for (ViewRow r : tasks) {
-        t.row(r.get("id"), r.get("kind"), r.get("queue"), r.get("tenant"), r.get("state"),
-            r.get("attempt") + "/" + r.get("max_attempts"), r.get("priority"), Formats.text(r.get("run_at")),
-            Formats.text(r.get("finished_at")), abbreviate(r.get("last_error", String.class), 60));
+      for (TaskSummary r : tasks) {
+        t.row(r.id(), r.kind(), r.queue(), r.tenant(), r.state(), r.attempt() + "/" + r.maxAttempts(), r.priority(),
+            Formats.text(r.runAt()), Formats.text(r.finishedAt()), abbreviate(r.lastError(), 60));
       }
       out.print(t.isEmpty() ? "no tasks match\n" : t.render());
       out.flush();

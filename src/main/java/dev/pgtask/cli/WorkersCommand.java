@@ -1,7 +1,7 @@
 package dev.pgtask.cli;
 
-import dev.pgtask.internal.sql.ViewReads;
-import dev.pgtask.internal.sql.ViewRow;
+import dev.pgtask.ops.LiveWorker;
+import dev.pgtask.ops.PgTaskOperations;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -33,17 +33,16 @@ public final class WorkersCommand implements Callable<Integer> {
   /** Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry). */
   int call(PrintWriter out) {
     try (OpsConnection db = OpsConnection.open(connection, "pgtask workers")) {
-      List<ViewRow> workers = db.read(ViewReads::workers);
+      List<LiveWorker> workers = db.read(PgTaskOperations::workers);
       if (json) {
         Formats.printJson(out, g -> Formats.write(g, workers));
         return ExitCodes.OK;
       }
       TextTable t = new TextTable("ID", "HOST", "PID", "VERSION", "QUEUES", "KINDS", "CONCURRENCY", "STARTED_AT",
           "LAST_SEEN_AGO");
-      for (ViewRow w : workers) {
-        t.row(w.get("id"), w.get("host"), w.get("pid"), w.get("version"), Formats.text(w.get("queues")),
-            Formats.text(w.get("kinds")), w.get("concurrency"), Formats.text(w.get("started_at")),
-            Formats.text(w.get("last_seen_ago")));
+      for (LiveWorker w : workers) {
+        t.row(w.id(), w.host(), w.pid(), w.version(), Formats.text(w.queues()), Formats.text(w.kinds()),
+            w.concurrency(), Formats.text(w.startedAt()), Formats.text(w.lastSeenAgo()));
       }
       out.print(t.isEmpty() ? "no live workers (none with a heartbeat in the last minute)\n" : t.render());
       out.flush();

@@ -19,13 +19,6 @@ public final class WorkerRuntime {
 
   private static final Logger log = LoggerFactory.getLogger(WorkerRuntime.class);
 
-  /** Counters since start. */
-  public record Stats(long claimed, long claimQueries, long completed, long retried, long discarded,
-      long cancelled, long deferred, long released, long rescued, long listenerReconnects) {
-    /** All zero: a worker that has not started. */
-    public static final Stats ZERO = new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-  }
-
   /** Reads pgtask.settings.lock_namespace; fails clearly when the schema is missing. */
   public static int readLockNamespace(javax.sql.DataSource dataSource) {
     try {
@@ -250,9 +243,8 @@ public final class WorkerRuntime {
     return millis == 0 ? null : java.time.Instant.ofEpochMilli(millis);
   }
 
-  public Stats stats() {
-    return new Stats(stats.claimed.get(), stats.claimQueries.get(), stats.completed.get(),
-        stats.retried.get(), stats.discarded.get(), stats.cancelled.get(), stats.deferred.get(),
-        stats.released.get(), stats.rescued.get(), listener.reconnects());
+  /** The counters since start ({@link WorkerStats#snapshot}). */
+  public dev.pgtask.WorkerStatistics stats() {
+    return stats.snapshot(listener.reconnects());
   }
 }

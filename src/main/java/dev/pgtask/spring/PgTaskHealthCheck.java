@@ -1,11 +1,10 @@
 package dev.pgtask.spring;
 
 import dev.pgtask.PgTaskWorker;
-import dev.pgtask.internal.sql.OpsQueries;
-import dev.pgtask.internal.sql.Sql;
-import dev.pgtask.internal.sql.gen.tables.records.HealthRecord;
-import dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord;
-import dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord;
+import dev.pgtask.ops.Health;
+import dev.pgtask.ops.PgTaskOperations;
+import dev.pgtask.ops.QueueSummary;
+import dev.pgtask.ops.Unrunnable;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -13,7 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
-import org.jooq.DSLContext;
 
 /**
  * What the actuator health indicator {@code pgtask} ({@code /actuator/health/pgtask}) reports, free
@@ -40,7 +38,8 @@ import org.jooq.DSLContext;
  *   <li>{@code notificationQueueUsage}: {@code pg_notification_queue_usage()}, 0..1;</li>
  *   <li>{@code warnings}: the list above, in words.</li>
  * </ul>
- * The indicator runs three read-only queries on the application's pool; it takes no lock. Use it
+ * The indicator runs three bounded read-only transactions on the application's pool, through
+ * {@link PgTaskOperations} (the reads the command line and applications use); it takes no lock. Use it
  * for readiness and alerting, not for liveness: restarting the application cures none of the
  * conditions it reports.
  */
@@ -49,22 +48,21 @@ final class PgTaskHealthCheck {
   /** UP or DOWN, and the details in the order they are reported. */
   record Result(boolean up, Map<String, Object> details) {}
 
-  private final DataSource dataSource;
+  private final PgTaskOperations operations;
   private final PgTaskWorkerLifecycle worker;
   private final PgTaskProperties properties;
 
   PgTaskHealthCheck(DataSource dataSource, PgTaskWorkerLifecycle worker, PgTaskProperties properties) {
-    this.dataSource = dataSource;
+    this.operations = PgTaskOperations.create(dataSource);
     this.worker = worker;
     this.properties = properties;
   }
 
   Result check() {
     Map<String, Object> details = new LinkedHashMap<>();
-    DSLContext dsl = Sql.using(dataSource);
-    HealthRecord h = OpsQueries.selectHealth(dsl);
-    List<QueueSummaryRecord> queues = OpsQueries.selectQueueSummary(dsl);
-    List<UnrunnableRecord> unrunnable = OpsQueries.selectUnrunnable(dsl);
+    Health h = operations.health();
+    List<QueueSummary> queues = operations.queueSummary();
+    List<Unrunnable> unrunnable = operations.unrunnable();
     List<String> warnings = new ArrayList<>();
     boolean down = false;
 
@@ -92,9 +90,9 @@ final class PgTaskHealthCheck {
     }
 
     Duration lag = Duration.ZERO;
-    for (QueueSummaryRecord q : queues) {
-      if (servedQueues == null || servedQueues.contains(q.getQueue())) {
-        Duration l = q.getLag() == null ? Duration.ZERO : q.getLag().toDuration();
+    for (QueueSummary q : queues) {
+      if (servedQueues == null || servedQueues.contains(q.queue())) {
+        Duration l = q.lag() == null ? Duration.ZERO : q.lag();
         if (l.compareTo(lag) > 0) {
           lag = l;
         }
@@ -105,18 +103,18 @@ final class PgTaskHealthCheck {
       warnings.add("the oldest due task has waited " + lag.toSeconds() + " s");
     }
 
-    long unserved = h.getUnservedTasks() == null ? 0 : h.getUnservedTasks();
-    long unhandled = h.getUnhandledTasks() == null ? 0 : h.getUnhandledTasks();
+    long unserved = h.unservedTasks();
+    long unhandled = h.unhandledTasks();
     details.put("unservedTasks", unserved);
     details.put("unhandledTasks", unhandled);
-    details.put("tenantsStuck", h.getTenantsStuck() == null ? 0 : h.getTenantsStuck());
+    details.put("tenantsStuck", h.tenantsStuck());
     List<Map<String, Object>> u = new ArrayList<>();
-    for (UnrunnableRecord r : unrunnable) {
+    for (Unrunnable r : unrunnable) {
       Map<String, Object> m = new LinkedHashMap<>();
-      m.put("queue", r.getQueue());
-      m.put("kind", r.getKind());
-      m.put("reason", r.getReason());
-      m.put("tasks", r.getTasks());
+      m.put("queue", r.queue());
+      m.put("kind", r.kind());
+      m.put("reason", r.reason());
+      m.put("tasks", r.tasks());
       u.add(m);
     }
     details.put("unrunnable", u);
@@ -127,7 +125,7 @@ final class PgTaskHealthCheck {
       warnings.add(unhandled + " due task(s) of kinds that no live worker of their queue handles");
     }
 
-    double usage = h.getNotificationQueueUsage() == null ? 0 : h.getNotificationQueueUsage();
+    double usage = h.notificationQueueUsage();
     details.put("notificationQueueUsage", usage);
     if (usage > properties.getHealth().getNotificationQueueWarning()) {
       warnings.add("the notification queue is " + Math.round(usage * 100) + "% full: a session that LISTENs"

@@ -38,16 +38,16 @@ public record TaskRun(long taskId, String kind, int attempt, Result result, Stri
     LOST
   }
 
-  static Result resultOf(String outcome) {
+  static Result resultOf(dev.pgtask.internal.executor.OutcomeName outcome) {
     return switch (outcome) {
-      case "completed" -> Result.COMPLETED;
-      case "retried" -> Result.RETRY_SCHEDULED;
-      case "discarded" -> Result.DISCARDED;
-      case "cancelled" -> Result.CANCELLED;
-      case "snoozed" -> Result.SNOOZED;
-      case "deferred" -> Result.DEFERRED;
-      case "released" -> Result.RELEASED;
-      default -> Result.LOST;
+      case COMPLETED -> Result.COMPLETED;
+      case RETRIED -> Result.RETRY_SCHEDULED;
+      case DISCARDED -> Result.DISCARDED;
+      case CANCELLED -> Result.CANCELLED;
+      case SNOOZED -> Result.SNOOZED;
+      case DEFERRED -> Result.DEFERRED;
+      case RELEASED -> Result.RELEASED;
+      case LOST -> Result.LOST;
     };
   }
 

@@ -34,7 +34,7 @@ class PublicApiTest {
 
   /** The packages users program against. */
   static final List<String> EXPORTED = List.of("dev.pgtask", "dev.pgtask.micrometer", "dev.pgtask.migrate",
-      "dev.pgtask.testing", "dev.pgtask.otel", "dev.pgtask.cli");
+      "dev.pgtask.testing", "dev.pgtask.otel", "dev.pgtask.cli", "dev.pgtask.ops");
 
   @Test
   void noPublicSignatureInAnExportedPackageMentionsAnInternalType() throws Exception {
@@ -50,6 +50,18 @@ class PublicApiTest {
   }
 
   @Test
+  void theOperatorReadsExposeNoJooqType() throws Exception {
+    List<Class<?>> ops = exportedClasses().stream().filter(c -> c.getPackageName().equals("dev.pgtask.ops")).toList();
+    assertThat(ops).as("public classes of dev.pgtask.ops").extracting(Class::getSimpleName)
+        .contains("PgTaskOperations", "QueueSummary", "Health", "Unrunnable", "RunningTask", "LiveWorker", "TenantLock");
+    Set<String> leaks = new TreeSet<>();
+    for (Class<?> c : ops) {
+      leaks.addAll(mentions(c, "org.jooq."));
+    }
+    assertThat(leaks).as("public signatures of dev.pgtask.ops that mention jOOQ types").isEmpty();
+  }
+
+  @Test
   void theCheckFindsAnInternalTypeInAPublicSignature() {
     assertThat(internalMentions(Leaky.class)).as("the check itself: a public method returning an internal type")
         .anySatisfy(s -> assertThat(s).contains("leak()").contains("dev.pgtask.internal.WorkerConfig"));
@@ -62,49 +74,69 @@ class PublicApiTest {
     }
   }
 
+  @Test
+  void noEnqueueOrOtherClientSignatureMentionsAJooqTypeOnlyTheHandlersDslDoes() throws Exception {
+    // pgtask's jOOQ version stays pgtask's: a jOOQ user enqueues through the transaction's Connection
+    // (docs/migration.md); the one jOOQ type left is TaskContext.dsl(), the handler's convenience
+    // (the command line's own classes are not a library API: the CLI is an application)
+    Set<String> jooq = new TreeSet<>();
+    for (Class<?> c : exportedClasses()) {
+      if (!c.getPackageName().equals("dev.pgtask.cli")) {
+        jooq.addAll(mentions(c, "org.jooq."));
+      }
+    }
+    assertThat(jooq).as("public signatures that mention jOOQ types")
+        .containsExactly("dev.pgtask.TaskContext.dsl() returns: org.jooq.DSLContext");
+  }
+
   static List<String> internalMentions(Class<?> c) {
+    return mentions(c, "dev.pgtask.internal.");
+  }
+
+  /** Every public or protected signature of {@code c} that mentions a type whose name starts with {@code prefix}. */
+  static List<String> mentions(Class<?> c, String prefix) {
     List<String> out = new ArrayList<>();
     String where = c.getName();
-    check(out, where + " extends", c.getGenericSuperclass());
+    check(out, prefix, where + " extends", c.getGenericSuperclass());
     for (Type t : c.getGenericInterfaces()) {
-      check(out, where + " implements", t);
+      check(out, prefix, where + " implements", t);
     }
     for (TypeVariable<?> v : c.getTypeParameters()) {
-      check(out, where + " type parameter", v);
+      check(out, prefix, where + " type parameter", v);
     }
     if (c.isRecord()) {
       for (RecordComponent rc : c.getRecordComponents()) {
-        check(out, where + " component " + rc.getName(), rc.getGenericType());
+        check(out, prefix, where + " component " + rc.getName(), rc.getGenericType());
       }
     }
     for (Field f : c.getDeclaredFields()) {
       if (visible(f.getModifiers()) && !f.isSynthetic()) {
-        check(out, where + "." + f.getName(), f.getGenericType());
+        check(out, prefix, where + "." + f.getName(), f.getGenericType());
       }
     }
     for (Method m : c.getDeclaredMethods()) {
       if (visible(m.getModifiers()) && !m.isSynthetic() && !m.isBridge()) {
-        checkExecutable(out, where + "." + m.getName() + "()", m);
-        check(out, where + "." + m.getName() + "() returns", m.getGenericReturnType());
+        checkExecutable(out, prefix, where + "." + m.getName() + "()", m);
+        check(out, prefix, where + "." + m.getName() + "() returns", m.getGenericReturnType());
       }
     }
     for (Constructor<?> k : c.getDeclaredConstructors()) {
       if (visible(k.getModifiers()) && !k.isSynthetic()) {
-        checkExecutable(out, where + ".<init>", k);
+        checkExecutable(out, prefix, where + ".<init>", k);
       }
     }
     return out;
   }
 
-  private static void checkExecutable(List<String> out, String where, Executable e) {
+  private static void checkExecutable(List<String> out, String prefix, String where, Executable e) {
     for (Type p : e.getGenericParameterTypes()) {
-      check(out, where + " parameter", p);
+      check(out, prefix, where + " parameter", p);
     }
     for (Type x : e.getGenericExceptionTypes()) {
-      check(out, where + " throws", x);
+      check(out, prefix, where + " throws", x);
     }
     for (TypeVariable<?> v : e.getTypeParameters()) {
-      check(out, where + " type parameter", v);
+      check(out, prefix, where + " type parameter", v);
     }
   }
 
@@ -112,11 +144,11 @@ class PublicApiTest {
     return Modifier.isPublic(modifiers) || Modifier.isProtected(modifiers);
   }
 
-  private static void check(List<String> out, String where, Type t) {
-    walk(t, new java.util.HashSet<>(), name -> out.add(where + ": " + name));
+  private static void check(List<String> out, String prefix, String where, Type t) {
+    walk(t, prefix, new java.util.HashSet<>(), name -> out.add(where + ": " + name));
   }
 
-  private static void walk(Type t, Set<Type> seen, java.util.function.Consumer<String> found) {
+  private static void walk(Type t, String prefix, Set<Type> seen, java.util.function.Consumer<String> found) {
     if (t == null || !seen.add(t)) {
       return;
     }
@@ -124,27 +156,27 @@ class PublicApiTest {
       while (c.isArray()) {
         c = c.getComponentType();
       }
-      if (c.getName().startsWith("dev.pgtask.internal.")) {
+      if (c.getName().startsWith(prefix)) {
         found.accept(c.getName());
       }
     } else if (t instanceof ParameterizedType p) {
-      walk(p.getRawType(), seen, found);
-      walk(p.getOwnerType(), seen, found);
+      walk(p.getRawType(), prefix, seen, found);
+      walk(p.getOwnerType(), prefix, seen, found);
       for (Type a : p.getActualTypeArguments()) {
-        walk(a, seen, found);
+        walk(a, prefix, seen, found);
       }
     } else if (t instanceof GenericArrayType g) {
-      walk(g.getGenericComponentType(), seen, found);
+      walk(g.getGenericComponentType(), prefix, seen, found);
     } else if (t instanceof WildcardType w) {
       for (Type b : w.getUpperBounds()) {
-        walk(b, seen, found);
+        walk(b, prefix, seen, found);
       }
       for (Type b : w.getLowerBounds()) {
-        walk(b, seen, found);
+        walk(b, prefix, seen, found);
       }
     } else if (t instanceof TypeVariable<?> v) {
       for (Type b : v.getBounds()) {
-        walk(b, seen, found);
+        walk(b, prefix, seen, found);
       }
     }
   }

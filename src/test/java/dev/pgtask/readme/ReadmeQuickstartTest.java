@@ -62,9 +62,10 @@ class ReadmeQuickstartTest {
   @Test
   void readmeQuickstartStoresTheInvoiceAndItsTaskTogether() throws Exception {
     quickstart(db.dataSource());
-    // README: the jOOQ twin
+    // README: with jOOQ, the jOOQ transaction's connection
     PgTask pgtask = PgTask.create(db.dataSource());
-    DSL.using(db.dataSource(), SQLDialect.POSTGRES).transaction(cfg -> pgtask.enqueue(cfg.dsl(), new SendInvoice(43)));
+    DSL.using(db.dataSource(), SQLDialect.POSTGRES).transaction(cfg ->
+        cfg.dsl().connection(c -> pgtask.enqueue(c, new SendInvoice(43))));
     try (Connection c = db.connect(); PreparedStatement ps = c.prepareStatement("""
         SELECT (SELECT count(*) FROM invoice),
                (SELECT count(*) FROM pgtask.tasks WHERE kind = 'invoice.send' AND tenant = 'acme'),

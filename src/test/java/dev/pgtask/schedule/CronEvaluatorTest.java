@@ -8,7 +8,8 @@ import com.cronutils.model.definition.CronDefinitionBuilder;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
 import dev.pgtask.InvalidScheduleException;
-import dev.pgtask.internal.schedule.CronSyntax;
+import dev.pgtask.PgTask;
+import dev.pgtask.Schedule;
 import dev.pgtask.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -20,15 +21,17 @@ import java.time.ZoneId;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The database's cron evaluator (pgtask.cron_parse, pgtask.cron_next): the one that decides fire
- * times. Held to cron-utils on syntax (both accept and refuse the same expressions) and, where no
- * DST change intervenes, on fire times; and to pgtask's own DST rules where cron-utils differs.
+ * The database's cron evaluator (pgtask.cron_parse, pgtask.cron_next): the one parser of cron
+ * expressions (for SQL and Java declarations alike) and the one that decides fire times. Its fire
+ * times are held to cron-utils, an independent evaluator used here as a test oracle only, where no
+ * DST change intervenes; and to pgtask's own DST rules where cron-utils differs.
  */
 class CronEvaluatorTest {
 
@@ -80,21 +83,27 @@ class CronEvaluatorTest {
     }
   }
 
+  /** A Java declaration of {@code cron} ({@link PgTask#schedule}): null when accepted, else its message. */
   static String javaError(String cron) {
     try {
-      CronSyntax.check(cron);
+      PgTask.create(db.dataSource()).schedule(Schedule.of("cron-check", cron, "k"));
       return null;
     } catch (InvalidScheduleException e) {
-      assertThat(e.constraint()).isEqualTo("schedule_cron");
+      assertThat(e.constraint()).as("constraint for %s", cron).isEqualTo("schedule_cron");
       return e.getMessage();
     }
   }
+
+  /** The macros' six-field form, as pgtask.cron_macro has them (for the oracle). */
+  static final Map<String, String> MACROS = Map.of("@yearly", "0 0 0 1 1 *", "@annually", "0 0 0 1 1 *",
+      "@monthly", "0 0 0 1 * *", "@weekly", "0 0 0 * * 0", "@daily", "0 0 0 * * *", "@midnight", "0 0 0 * * *",
+      "@hourly", "0 0 * * * *");
 
   static final CronParser UNIX = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX));
   static final CronParser SPRING = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.SPRING53));
 
   static List<Instant> cronUtilsFires(String cron, ZoneId zone, Instant after, int n) {
-    String fields = cron.startsWith("@") ? CronSyntax.MACROS.get(cron) : cron;
+    String fields = cron.startsWith("@") ? MACROS.get(cron) : cron;
     ExecutionTime et = ExecutionTime.forCron((fields.split(" ").length == 5 ? UNIX : SPRING).parse(fields));
     List<Instant> out = new ArrayList<>();
     ZonedDateTime t = after.atZone(zone);
@@ -125,14 +134,21 @@ class CronEvaluatorTest {
       "* * * * * 8", "0 0 0 * * * 2026");
 
   @Test
-  void theDatabaseAndCronUtilsAcceptAndRefuseTheSameExpressions() {
+  void aJavaDeclarationIsCheckedByTheDatabasesParserAndCarriesItsMessage() throws SQLException {
     for (String cron : VALID) {
       assertThat(sqlError(cron)).as("the database on valid %s", cron).isNull();
-      assertThat(javaError(cron)).as("Java (cron-utils) on valid %s", cron).isNull();
+      assertThat(javaError(cron)).as("a Java declaration of valid %s", cron).isNull();
     }
     for (String cron : INVALID) {
-      assertThat(sqlError(cron)).as("the database on invalid '%s'", cron).isNotNull().contains("pgtask: invalid schedule");
-      assertThat(javaError(cron)).as("Java (cron-utils) on invalid '%s'", cron).isNotNull();
+      String sql = sqlError(cron);
+      assertThat(sql).as("the database on invalid '%s'", cron).isNotNull().contains("pgtask: invalid schedule");
+      assertThat(sql).as("the driver's message of '%s'", cron).contains(javaError(cron));
+    }
+    try (PreparedStatement ps = c.prepareStatement("SELECT cron FROM pgtask.schedule WHERE name = 'cron-check'");
+        ResultSet rs = ps.executeQuery()) {
+      assertThat(rs.next()).isTrue();
+      assertThat(rs.getString(1)).as("an invalid declaration stores nothing: the last valid one stays")
+          .isEqualTo(VALID.get(VALID.size() - 1));
     }
   }
 

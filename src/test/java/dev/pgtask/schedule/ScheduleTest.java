@@ -121,11 +121,15 @@ class ScheduleTest {
       assertThat(sqlError(c, "SELECT pgtask.schedule('s', '* * * * *', 'k', catch_up => -1)").getMessage())
           .contains("catch_up must be between 0 and 1000");
     }
-    assertThatThrownBy(() -> Schedule.of("s", "* * * *", "k"))
-        .isInstanceOf(InvalidScheduleException.class).hasMessageContaining("has 4 fields")
+    // Java declarations: the database parses the cron expression, its refusal comes back with its message
+    assertThatThrownBy(() -> pgtask.schedule(Schedule.of("s", "* * * *", "k")))
+        .isInstanceOf(InvalidScheduleException.class).hasMessage("pgtask: invalid schedule: cron expression \"* * * *\" "
+            + "has 4 fields; expected 5 (minute hour day-of-month month day-of-week) or 6 (second first)")
         .extracting(e -> ((InvalidScheduleException) e).constraint()).isEqualTo("schedule_cron");
-    assertThatThrownBy(() -> Schedule.of("s", "0 0 L * *", "k")).isInstanceOf(InvalidScheduleException.class)
+    assertThatThrownBy(() -> pgtask.schedule(Schedule.of("s", "0 0 L * *", "k"))).isInstanceOf(InvalidScheduleException.class)
         .hasMessageContaining("L, W and # are not supported");
+    assertThatThrownBy(() -> pgtask.schedule(Schedule.of("s", "61 * * * *", "k"))).isInstanceOf(InvalidScheduleException.class)
+        .hasMessage("pgtask: invalid schedule: cron expression \"61 * * * *\": minute field: 61 is out of range 0-59");
     assertThatThrownBy(() -> Schedule.of("s", "* * * * *", "k").withZone("Mars/Olympus"))
         .isInstanceOf(InvalidScheduleException.class).hasMessageContaining("is not a time zone name");
     assertThatThrownBy(() -> Schedule.of("s", "* * * * *", "k").withZone("+02:00"))

@@ -1,8 +1,10 @@
 package dev.pgtask.schedule;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.pgtask.InvalidScheduleException;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.Schedule;
 import dev.pgtask.internal.schedule.Scheduler;
@@ -58,6 +60,28 @@ class SchedulerTest {
   List<Double> lateness() throws SQLException {
     return sql.doubles("SELECT extract(epoch FROM created_at - schedule_fire_at)::float8 FROM pgtask.task "
         + "WHERE schedule_name IS NOT NULL ORDER BY schedule_fire_at");
+  }
+
+  @Test
+  void aWorkerWithInvalidSchedulesDoesNotStartNamesEachAndDeclaresNone() throws SQLException {
+    // the database parses the cron expressions (there is no parser in Java): checked at start, all at once
+    PgTaskWorker w = worker().schedule(Schedule.of("valid", "*/2 * * * * *", "tick"))
+        .schedule(Schedule.of("bad-minute", "61 * * * *", "tick"))
+        .schedule(Schedule.of("bad-fields", "* * * *", "tick")).build();
+    workers.add(w);
+    assertThatThrownBy(w::start).isInstanceOf(InvalidScheduleException.class)
+        .hasMessage("pgtask: invalid schedules (none declared): \"bad-fields\": cron expression \"* * * *\" has 4 fields;"
+            + " expected 5 (minute hour day-of-month month day-of-week) or 6 (second first); \"bad-minute\": cron"
+            + " expression \"61 * * * *\": minute field: 61 is out of range 0-59")
+        .extracting(e -> ((InvalidScheduleException) e).constraint()).isEqualTo("schedule_cron");
+    assertThat(sql.count("SELECT count(*) FROM pgtask.schedule")).as("schedules declared").isZero();
+    assertThat(w.listening()).as("the worker did not start").isFalse();
+
+    PgTaskWorker one = worker().schedule(Schedule.of("bad-minute", "61 * * * *", "tick")).build();
+    workers.add(one);
+    assertThatThrownBy(one::start).as("a single invalid schedule: the database's own message")
+        .isInstanceOf(InvalidScheduleException.class)
+        .hasMessage("pgtask: invalid schedule: cron expression \"61 * * * *\": minute field: 61 is out of range 0-59");
   }
 
   @Test

@@ -8,7 +8,7 @@ import dev.pgtask.CancelResult;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Connection;
@@ -133,7 +133,7 @@ class CancelRequestTest {
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND finished_at IS NOT NULL")).isEqualTo(1);
     assertThat(queue.sql().text("SELECT string_agg(e ->> 'error', ' | ' ORDER BY ord) FROM pgtask.task, "
         + "jsonb_array_elements(errors) WITH ORDINALITY AS x(e, ord) WHERE id = " + id))
-        .as("the error history").contains("the handler failed").endsWith(ExecuteQueries.CANCELLED_AS_REQUESTED);
+        .as("the error history").contains("the handler failed").endsWith(TaskSql.CANCELLED_AS_REQUESTED);
     assertThat(worker.stats().cancelled()).as("counted as cancelled").isEqualTo(1);
     assertThat(worker.stats().retried()).as("counted as retried").isZero();
   }
@@ -146,7 +146,7 @@ class CancelRequestTest {
     await().atMost(Duration.ofSeconds(10)).until(() -> !"running".equals(state(id)));
     assertThat(state(id)).isEqualTo("cancelled");
     assertThat(queue.sql().text("SELECT errors -> -1 ->> 'error' FROM pgtask.task WHERE id = " + id))
-        .isEqualTo(ExecuteQueries.CANCELLED_AS_REQUESTED);
+        .isEqualTo(TaskSql.CANCELLED_AS_REQUESTED);
   }
 
   @Test

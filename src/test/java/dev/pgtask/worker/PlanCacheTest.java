@@ -1,5 +1,6 @@
 package dev.pgtask.worker;
 
+import dev.pgtask.internal.sql.TaskSql;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -102,7 +103,7 @@ class PlanCacheTest {
     assertThat(hot.stream().filter(p -> p.statement.contains("\"locked\"")).toList())
         .as("claim statements").isNotEmpty().allMatch(p -> p.custom == 0);
     // five custom plans first; more while the table grows, until the average cost of the custom
-    // plans catches up with the generic plan's (see ClaimQueries.GENERIC_PLAN): at least half of
+    // plans catches up with the generic plan's (see TaskSql.GENERIC_PLAN): at least half of
     // the later executions ran on the generic plan (the fault this test is for planned them all)
     assertThat(hot).as("statements planned on (nearly) every execution")
         .allMatch(p -> p.custom - 5 <= (p.generic + p.custom - 5) / 2);

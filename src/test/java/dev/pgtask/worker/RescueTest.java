@@ -8,8 +8,11 @@ import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.maintenance.Maintenance;
+import dev.pgtask.internal.sql.OutcomeQueries;
+import dev.pgtask.internal.sql.CompletionQueries;
+import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.internal.sql.ClaimQueries;
-import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.ExecuteQueries;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.testsupport.Leaks;
@@ -76,7 +79,7 @@ class RescueTest {
     assertThat(queue.sql().text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("cancelled 1");
     assertThat(queue.sql().text("SELECT string_agg(e ->> 'error', ' | ' ORDER BY ord) FROM pgtask.task, "
         + "jsonb_array_elements(errors) WITH ORDINALITY AS x(e, ord) WHERE id = " + id))
-        .startsWith("worker lost: ghost:3").endsWith(ExecuteQueries.CANCELLED_AS_REQUESTED);
+        .startsWith("worker lost: ghost:3").endsWith(TaskSql.CANCELLED_AS_REQUESTED);
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.cancel_request")).as("requests left after the pass").isZero();
   }
 
@@ -126,11 +129,11 @@ class RescueTest {
       DSLContext tx = Sql.using(c);
       assertThat(ExecuteQueries.lockForExecution(c, java.util.List.of(zombie), "pgtask test", 10_000, 1, false))
           .as("tasks the zombie re-locked (none: fenced out)").isEmpty();
-      assertThat(ExecuteQueries.completeAll(c, java.util.List.of(zombie))).as("rows the zombie completed").isZero();
+      assertThat(CompletionQueries.completeAll(c, java.util.List.of(zombie))).as("rows the zombie completed").isZero();
       c.rollback();
       c.setAutoCommit(true);
-      assertThat(ExecuteQueries.fail(Sql.using(c), zombie, "late failure", Duration.ZERO, false)).isNull();
-      assertThat(ExecuteQueries.release(Sql.using(c), zombie, Duration.ZERO)).as("state after the zombie released it (none: fenced out)").isNull();
+      assertThat(OutcomeQueries.fail(Sql.using(c), zombie, "late failure", Duration.ZERO, false)).isNull();
+      assertThat(OutcomeQueries.release(Sql.using(c), zombie, Duration.ZERO)).as("state after the zombie released it (none: fenced out)").isNull();
     }
     assertThat(queue.sql().text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("running 2");
     assertThat(queue.sql().text("SELECT owner FROM pgtask.task WHERE id = " + id)).isEqualTo("fresh:2");

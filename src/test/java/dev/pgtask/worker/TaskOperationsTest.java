@@ -12,6 +12,7 @@ import dev.pgtask.TaskBusyException;
 import dev.pgtask.TaskNotFoundException;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.TaskStateException;
+import dev.pgtask.TaskUpdate;
 import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.LogCapture;
 import dev.pgtask.testsupport.QueueDatabase;
@@ -167,7 +168,7 @@ class TaskOperationsTest {
     long t0 = System.nanoTime();
     assertThatThrownBy(() -> queue.pgtask().delete(id)).isInstanceOf(TaskBusyException.class)
         .hasMessageContaining("task " + id + " is running on worker " + worker.workerId() + " since");
-    assertThatThrownBy(() -> queue.pgtask().update(id, Map.of("v", 2), null, null)).isInstanceOf(TaskBusyException.class)
+    assertThatThrownBy(() -> queue.pgtask().update(id, TaskUpdate.payload(Map.of("v", 2)))).isInstanceOf(TaskBusyException.class)
         .hasMessageContaining("is running on worker " + worker.workerId());
     assertThatThrownBy(() -> queue.pgtask().retry(id)).isInstanceOf(TaskBusyException.class);
     assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("time to fail three operations").isLessThan(Duration.ofSeconds(2));
@@ -203,10 +204,14 @@ class TaskOperationsTest {
   @Test
   void retryDeleteAndUpdateOfQueuedAndFinishedTasks() throws Exception {
     long queued = queuedTask(TaskOptions.defaults());
-    queue.pgtask().update(queued, Map.of("v", 9), Instant.parse("2100-01-01T00:00:00Z"), 3);
+    queue.pgtask().update(queued,
+        TaskUpdate.payload(Map.of("v", 9)).withRunAt(Instant.parse("2100-01-01T00:00:00Z")).withPriority(3));
     assertThat(queue.sql().text("SELECT p.payload->>'v' || ' ' || p.priority || ' ' || t.state FROM pgtask.tasks t JOIN pgtask.task p USING (id) WHERE id = " + queued))
         .isEqualTo("9 3 scheduled");
-    assertThatThrownBy(() -> queue.pgtask().update(queued, "[1]", null, null)).isInstanceOf(InvalidTaskException.class);
+    queue.pgtask().update(queued, TaskUpdate.priority(5));
+    assertThat(queue.sql().text("SELECT p.payload->>'v' || ' ' || p.priority || ' ' || (p.run_at = '2100-01-01T00:00:00Z') FROM pgtask.task p WHERE id = " + queued))
+        .as("what the change does not set stays as it is").isEqualTo("9 5 true");
+    assertThatThrownBy(() -> queue.pgtask().update(queued, TaskUpdate.payload("[1]"))).isInstanceOf(InvalidTaskException.class);
     assertThatThrownBy(() -> queue.pgtask().retry(queued)).isInstanceOf(TaskStateException.class).hasMessageContaining("scheduled");
     queue.pgtask().cancel(queued);
     queue.pgtask().retry(queued);

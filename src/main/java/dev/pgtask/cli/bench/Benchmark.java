@@ -260,7 +260,7 @@ public final class Benchmark {
     List<long[]> got = new ArrayList<>(FLOOR_CLAIM);
     try (ResultSet rs = claim.executeQuery()) {
       while (rs.next()) {
-        got.add(new long[] {rs.getLong(1), rs.getLong(2)});
+        got.add(new long[] {rs.getLong("id"), rs.getLong("tenant")});
       }
     }
     if (!c.getAutoCommit()) {
@@ -783,12 +783,13 @@ public final class Benchmark {
 
   private void printMachine(HikariDataSource pool) throws SQLException {
     try (Connection c = pool.getConnection(); Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT version(), current_setting('synchronous_commit'), "
-            + "current_setting('shared_buffers'), current_setting('max_connections')")) {
+        ResultSet rs = st.executeQuery("SELECT version() AS version, current_setting('synchronous_commit') AS synchronous_commit, "
+            + "current_setting('shared_buffers') AS shared_buffers, current_setting('max_connections') AS max_connections")) {
       rs.next();
       out.printf("machine: %d cores, Java %s; %s; synchronous_commit=%s, shared_buffers=%s, max_connections=%s%n",
           Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"),
-          rs.getString(1).replaceAll(" on .*", ""), rs.getString(2), rs.getString(3), rs.getString(4));
+          rs.getString("version").replaceAll(" on .*", ""), rs.getString("synchronous_commit"), rs.getString("shared_buffers"),
+          rs.getString("max_connections"));
     }
   }
 
@@ -843,18 +844,18 @@ public final class Benchmark {
 
   private static long countCompleted(HikariDataSource pool) throws SQLException {
     try (Connection c = pool.getConnection(); Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT count(*) FROM pgtask.task WHERE state = 'completed'")) {
+        ResultSet rs = st.executeQuery("SELECT count(*) AS completed FROM pgtask.task WHERE state = 'completed'")) {
       rs.next();
-      return rs.getLong(1);
+      return rs.getLong("completed");
     }
   }
 
   private static long[] tableSize(HikariDataSource pool) throws SQLException {
     try (Connection c = pool.getConnection(); Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT pg_total_relation_size('pgtask.task'), "
-            + "coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'pgtask.task'::regclass), 0)")) {
+        ResultSet rs = st.executeQuery("SELECT pg_total_relation_size('pgtask.task') AS bytes, "
+            + "coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'pgtask.task'::regclass), 0) AS dead")) {
       rs.next();
-      return new long[] {rs.getLong(1), rs.getLong(2)};
+      return new long[] {rs.getLong("bytes"), rs.getLong("dead")};
     }
   }
 
@@ -862,10 +863,10 @@ public final class Benchmark {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (System.nanoTime() < deadline) {
       try (Connection c = pool.getConnection(); Statement st = c.createStatement();
-          ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgtask listen %' "
+          ResultSet rs = st.executeQuery("SELECT count(*) AS listeners FROM pg_stat_activity WHERE application_name LIKE 'pgtask listen %' "
               + "AND datname = current_database()")) {
         rs.next();
-        if (rs.getLong(1) > 0) {
+        if (rs.getLong("listeners") > 0) {
           Thread.sleep(200);
           return;
         }

@@ -64,11 +64,11 @@ final class CpuProbe {
   private static Map<Integer, Long> backendTicks(DataSource pool) throws SQLException {
     Map<Integer, Long> ticks = new HashMap<>();
     try (Connection c = pool.getConnection(); Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT pid, pid = pg_backend_pid() FROM pg_stat_activity WHERE datname = current_database()")) {
+        ResultSet rs = st.executeQuery("SELECT pid, pid = pg_backend_pid() AS own FROM pg_stat_activity WHERE datname = current_database()")) {
       while (rs.next()) {
-        int pid = rs.getInt(1);
+        int pid = rs.getInt("pid");
         try {
-          if (rs.getBoolean(2) && !Files.readString(Path.of("/proc", Integer.toString(pid), "cmdline")).startsWith("postgres")) {
+          if (rs.getBoolean("own") && !Files.readString(Path.of("/proc", Integer.toString(pid), "cmdline")).startsWith("postgres")) {
             return null; // our own backend's pid is not a local postgres process: the server is elsewhere
           }
           String s = Files.readString(Path.of("/proc", Integer.toString(pid), "stat"));
@@ -76,7 +76,7 @@ final class CpuProbe {
           String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
           ticks.put(pid, Long.parseLong(f[11]) + Long.parseLong(f[12]));
         } catch (IOException | RuntimeException e) {
-          if (rs.getBoolean(2)) {
+          if (rs.getBoolean("own")) {
             return null; // cannot read our own backend: no /proc, another machine, or not allowed
           }
           // a backend that ended meanwhile: not counted

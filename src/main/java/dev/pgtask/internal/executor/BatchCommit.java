@@ -1,7 +1,7 @@
 package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import dev.pgtask.internal.wakeup.HandOffWake;
@@ -137,7 +137,7 @@ final class BatchCommit {
         : !tx.recorded.isEmpty() ? tx.recorded.get(0) : null;
     try {
       if (probe == null || config.transactionBounds().inTransaction(config.dataSource(),
-          dsl -> ExecuteQueries.stillRunningAs(dsl, probe.task().fence))) {
+          dsl -> HeldQueries.stillRunningAs(dsl, probe.task().fence))) {
         return false;
       }
     } catch (RuntimeException checkFailed) {

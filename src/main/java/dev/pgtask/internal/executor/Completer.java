@@ -2,8 +2,8 @@ package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.ExecuteQueries;
-import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.CompletionQueries;
+import dev.pgtask.internal.sql.Fence;
 import java.sql.Connection;
 import java.sql.SQLException;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
@@ -132,7 +132,7 @@ final class Completer extends Service {
         fences.add(p.task().fence);
       }
       try (Connection c = config.dataSource().getConnection()) {
-        int done = ExecuteQueries.completeAll(c, fences);
+        int done = CompletionQueries.completeAll(c, fences);
         if (done < part.size()) {
           log.info("pgtask: {} plain-mode completion(s) were fenced out (the tasks were cancelled or rescued meanwhile)",
               part.size() - done);

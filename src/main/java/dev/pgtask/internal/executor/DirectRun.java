@@ -3,7 +3,6 @@ package dev.pgtask.internal.executor;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
-import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -20,11 +19,10 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class DirectRun implements AutoCloseable {
 
   /**
-   * How one attempt ended, as it was counted: {@code outcome} is one of completed, retried,
-   * discarded, snoozed, released, deferred, cancelled, or lost (nothing was written: the claim was
-   * no longer this worker's, or pgtask failed around the task, as the log says).
+   * How one attempt ended, as it was counted ({@link OutcomeName}; {@code LOST}: nothing was
+   * written, the claim was no longer this worker's, or pgtask failed around the task, as the log says).
    */
-  public record Ran(long taskId, String kind, int attempt, String outcome, String error) {}
+  public record Ran(long taskId, String kind, int attempt, OutcomeName outcome, String error) {}
 
   private final Executor executor;
   private final Map<Long, Ran> counted = new ConcurrentHashMap<>();
@@ -35,19 +33,7 @@ public final class DirectRun implements AutoCloseable {
     executor.observe(this::counted);
   }
 
-  private void counted(LocalTask t, Outcome o, TaskState result) {
-    String name;
-    if (o instanceof Outcome.Deferred && result != TaskState.cancelled) {
-      name = "deferred";
-    } else if (result == null) {
-      name = "lost";
-    } else if (result == TaskState.cancelled) {
-      name = "cancelled";
-    } else if (result == TaskState.discarded) {
-      name = "discarded";
-    } else {
-      name = o.name();
-    }
+  private void counted(LocalTask t, Outcome o, OutcomeName name) {
     String error = o instanceof Outcome.Failed f ? f.error() : null;
     counted.put(t.id(), new Ran(t.id(), t.claimed.kind(), t.claimed.attempt(), name, error));
   }
@@ -56,7 +42,7 @@ public final class DirectRun implements AutoCloseable {
   public Ran run(Claimed claimed) {
     LocalTask t = executor.runOnCaller(claimed);
     Ran ran = counted.remove(t.id());
-    return ran != null ? ran : new Ran(t.id(), claimed.kind(), claimed.attempt(), "lost", null);
+    return ran != null ? ran : new Ran(t.id(), claimed.kind(), claimed.attempt(), OutcomeName.LOST, null);
   }
 
   /** Stops the watchdog thread. */

@@ -1,9 +1,11 @@
 package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.sql.Fence;
+import dev.pgtask.internal.sql.LeaseQueries;
+import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
-import dev.pgtask.internal.sql.ExecuteQueries;
-import dev.pgtask.internal.sql.ExecuteQueries.HeldState;
+import dev.pgtask.internal.sql.HeldQueries.HeldState;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.util.ArrayList;
@@ -175,11 +177,11 @@ final class HeldTasks {
   }
 
   /**
-   * Applies what {@link ExecuteQueries#checkHeld} found in check number {@code check}. Stop requests
+   * Applies what {@link HeldQueries#checkHeld} found in check number {@code check}. Stop requests
    * apply whatever the order; the verified requests for unregistered claims are replaced only by a
    * check that started later than the one that last replaced them.
    */
-  void apply(Map<Long, ExecuteQueries.Held> found, long check) {
+  void apply(Map<Long, HeldQueries.Held> found, long check) {
     synchronized (registry) {
       Set<Long> unregistered = new HashSet<>();
       found.forEach((id, answer) -> {
@@ -220,15 +222,15 @@ final class HeldTasks {
     }
     long sent = System.nanoTime();
     try {
-      renewed(tasks, ExecuteQueries.extendLeases(Sql.using(config.dataSource()), fences(tasks),
+      renewed(tasks, LeaseQueries.extendLeases(Sql.using(config.dataSource()), fences(tasks),
           config.leaseDuration()), sent, false);
     } catch (RuntimeException e) {
       log.warn("pgtask: renewing the leases of {} task(s) failed: {}", tasks.size(), e.getMessage());
     }
   }
 
-  static List<ExecuteQueries.Fence> fences(List<LocalTask> tasks) {
-    List<ExecuteQueries.Fence> out = new ArrayList<>(tasks.size());
+  static List<Fence> fences(List<LocalTask> tasks) {
+    List<Fence> out = new ArrayList<>(tasks.size());
     tasks.forEach(t -> out.add(t.fence));
     return out;
   }

@@ -3,8 +3,9 @@ package dev.pgtask.internal.executor;
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.notifier.SessionWork;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.ExecuteQueries;
-import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.LeaseQueries;
+import dev.pgtask.internal.sql.HeldQueries;
+import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.Sql;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * Keeps what this worker holds true to the database: every third of the lease it renews the lease
  * of each task held without a transaction (waiting to start, plain-mode running, completion not
  * written yet), and it reads what happened to the held tasks from durable state
- * ({@link ExecuteQueries#checkHeld}: cancel requests, and claims no longer ours) on every renewal, at every poll of the producer,
+ * ({@link HeldQueries#checkHeld}: cancel requests, and claims no longer ours) on every renewal, at every poll of the producer,
  * whenever the listener (re)connects, and when a cancellation hint arrives (at most one check per
  * {@value #MIN_CHECK_SPACING_MILLIS} ms, however many hints: a flood costs a bounded number of
  * reads, and a hint changes nothing by itself).
@@ -140,7 +141,7 @@ final class LeaseKeeper extends Service {
         if (held.isEmpty()) {
           return null;
         }
-        Map<Long, Boolean> found = ExecuteQueries.extendLeases(tx, HeldTasks.fences(held), config.leaseDuration());
+        Map<Long, Boolean> found = LeaseQueries.extendLeases(tx, HeldTasks.fences(held), config.leaseDuration());
         return () -> {
           sessionRenewedAt = sent;
           heldTasks.renewed(held, found, sent, false);
@@ -162,7 +163,7 @@ final class LeaseKeeper extends Service {
     long sent = System.nanoTime();
     try {
       heldTasks.renewed(held, config.transactionBounds().inTransaction(config.dataSource(),
-          tx -> ExecuteQueries.extendLeases(tx, HeldTasks.fences(held), config.leaseDuration())), sent, false);
+          tx -> LeaseQueries.extendLeases(tx, HeldTasks.fences(held), config.leaseDuration())), sent, false);
     } catch (RuntimeException e) {
       log.warn("pgtask: renewing the leases of {} task(s) failed: {}", held.size(), e.getMessage());
     }
@@ -179,7 +180,7 @@ final class LeaseKeeper extends Service {
     List<Fence> fences = new ArrayList<>(held.size());
     held.forEach(t -> fences.add(t.fence));
     try {
-      Map<Long, ExecuteQueries.Held> found = ExecuteQueries.checkHeld(Sql.using(config.dataSource()), config.workerId(), fences);
+      Map<Long, HeldQueries.Held> found = HeldQueries.checkHeld(Sql.using(config.dataSource()), config.workerId(), fences);
       heldTasks.apply(found, started);
     } catch (Exception e) {
       log.warn("pgtask: reading the cancel requests of this worker's tasks failed ({}); trying again at the next check",

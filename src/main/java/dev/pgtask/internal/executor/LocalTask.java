@@ -3,7 +3,7 @@ package dev.pgtask.internal.executor;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.TaskContext;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
-import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.Fence;
 import java.sql.Connection;
 import java.time.Instant;
 import org.jooq.DSLContext;

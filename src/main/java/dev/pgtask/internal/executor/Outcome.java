@@ -10,15 +10,13 @@ import java.time.Instant;
  */
 sealed interface Outcome {
 
-  /** The name in metrics and logs when the outcome is applied as decided. */
-  String name();
+  /** The name in metrics and logs when the outcome is applied as decided ({@link OutcomeName#decided}). */
+  default String name() {
+    return OutcomeName.decided(this).label();
+  }
 
   /** The handler returned: the task is marked completed with its transaction's commit. */
-  record Completed() implements Outcome {
-    public String name() {
-      return "completed";
-    }
-  }
+  record Completed() implements Outcome {}
 
   /**
    * The attempt failed: retried at {@code retryAt} (an instant the handler chose) or after
@@ -32,44 +30,20 @@ sealed interface Outcome {
     static Failed discarded(String error) {
       return new Failed(error, Duration.ZERO, null, true);
     }
-
-    public String name() {
-      return discard ? "discarded" : "retried";
-    }
   }
 
   /** The handler asked to run again after {@code delay}; the attempt does not count. */
-  record Snoozed(Duration delay) implements Outcome {
-    public String name() {
-      return "snoozed";
-    }
-  }
+  record Snoozed(Duration delay) implements Outcome {}
 
   /** Put back without spending an attempt: the worker is stopping (before or while it ran). */
-  record Released() implements Outcome {
-    public String name() {
-      return "released";
-    }
-  }
+  record Released() implements Outcome {}
 
   /** Put back for {@code delay} without spending an attempt: its tenant's lock was busy. */
-  record Deferred(Duration delay) implements Outcome {
-    public String name() {
-      return "deferred";
-    }
-  }
+  record Deferred(Duration delay) implements Outcome {}
 
   /** Stopped by a cancellation (while it ran, or before it started): ends cancelled. */
-  record Cancelled(String reason) implements Outcome {
-    public String name() {
-      return "cancelled";
-    }
-  }
+  record Cancelled(String reason) implements Outcome {}
 
   /** The claim is no longer ours (rescued, cancelled or deleted meanwhile): nothing to write. */
-  record Lost(String why) implements Outcome {
-    public String name() {
-      return "lost";
-    }
-  }
+  record Lost(String why) implements Outcome {}
 }

@@ -2,7 +2,8 @@ package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.Fence;
+import dev.pgtask.internal.sql.OutcomeQueries;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.time.Duration;
 import org.jooq.DSLContext;
@@ -25,10 +26,10 @@ final class OutcomeWriter {
 
   /** Sees each outcome as it is counted (the testing helpers' report); nothing by default. */
   interface Observer {
-    void counted(LocalTask t, Outcome o, TaskState result);
+    void counted(LocalTask t, Outcome o, OutcomeName name);
   }
 
-  private volatile Observer observer = (t, o, result) -> { };
+  private volatile Observer observer = (t, o, name) -> { };
 
   void observe(Observer observer) {
     this.observer = observer;
@@ -45,23 +46,23 @@ final class OutcomeWriter {
    * state the task is left in, or null when the fence did not match (or there is nothing to write).
    */
   TaskState write(DSLContext dsl, LocalTask t, Outcome o) {
-    ExecuteQueries.Fence f = t.fence;
+    Fence f = t.fence;
     if (o instanceof Outcome.Failed failed) {
       return failed.retryAt() != null
-          ? ExecuteQueries.failUntil(dsl, f, failed.error(), failed.retryAt(), failed.discard())
-          : ExecuteQueries.fail(dsl, f, failed.error(), failed.retryDelay(), failed.discard());
+          ? OutcomeQueries.failUntil(dsl, f, failed.error(), failed.retryAt(), failed.discard())
+          : OutcomeQueries.fail(dsl, f, failed.error(), failed.retryDelay(), failed.discard());
     }
     if (o instanceof Outcome.Snoozed s) {
-      return ExecuteQueries.snooze(dsl, f, s.delay());
+      return OutcomeQueries.snooze(dsl, f, s.delay());
     }
     if (o instanceof Outcome.Released) {
-      return ExecuteQueries.release(dsl, f, Duration.ZERO);
+      return OutcomeQueries.release(dsl, f, Duration.ZERO);
     }
     if (o instanceof Outcome.Deferred d) {
-      return ExecuteQueries.release(dsl, f, d.delay());
+      return OutcomeQueries.release(dsl, f, d.delay());
     }
     if (o instanceof Outcome.Cancelled c) {
-      return ExecuteQueries.cancelled(dsl, f, c.reason()) == 1 ? TaskState.cancelled : null;
+      return OutcomeQueries.cancelled(dsl, f, c.reason()) == 1 ? TaskState.cancelled : null;
     }
     return null; // Completed is written in sets; Lost writes nothing
   }
@@ -72,7 +73,8 @@ final class OutcomeWriter {
    * cancellation was requested meanwhile, and is counted so.
    */
   void count(LocalTask t, Outcome o, TaskState result, long startNanos) {
-    observer.counted(t, o, result);
+    OutcomeName name = OutcomeName.counted(o, result);
+    observer.counted(t, o, name);
     if (o instanceof Outcome.Lost) {
       return;
     }
@@ -86,37 +88,16 @@ final class OutcomeWriter {
       dueIn.accept(delay);
     }
     if (o instanceof Outcome.Deferred) {
-      stats.deferred.incrementAndGet();
+      // a deferral is counted whether or not its write matched; one that met a cancel request
+      // is counted as cancelled too
+      stats.counted(OutcomeName.DEFERRED);
       config.metrics().tenantDeferred(t.claimed.queue());
-      if (result != TaskState.cancelled) {
-        return;
-      }
     }
-    if (result == null) {
+    if (name == OutcomeName.DEFERRED || name == OutcomeName.LOST) {
       return;
     }
-    String name;
-    if (o instanceof Outcome.Completed) {
-      stats.completed.incrementAndGet();
-      name = "completed";
-    } else if (result == TaskState.cancelled) {
-      stats.cancelled.incrementAndGet();
-      name = "cancelled";
-    } else if (result == TaskState.discarded) {
-      stats.discarded.incrementAndGet();
-      name = "discarded";
-    } else if (o instanceof Outcome.Failed) {
-      stats.retried.incrementAndGet();
-      name = "retried";
-    } else if (o instanceof Outcome.Released) {
-      stats.released.incrementAndGet();
-      name = "released";
-    } else if (o instanceof Outcome.Snoozed) {
-      name = "snoozed";
-    } else {
-      return;
-    }
-    config.metrics().finished(t.claimed.queue(), t.claimed.kind(), name,
+    stats.counted(name);
+    config.metrics().finished(t.claimed.queue(), t.claimed.kind(), name.label(),
         Duration.ofNanos(Math.max(0, System.nanoTime() - startNanos)));
   }
 }

@@ -4,7 +4,7 @@ import dev.pgtask.DiscardTaskException;
 import dev.pgtask.RetryTaskException;
 import dev.pgtask.SnoozeTaskException;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.internal.sql.Sql;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
@@ -41,7 +41,7 @@ final class Outcomes {
   /** What a stop request means for the attempt it stopped (or kept from starting). */
   Outcome ofStop(LocalTask t, LocalTask.Stop stop) {
     return switch (stop) {
-      case CANCELLED -> new Outcome.Cancelled(ExecuteQueries.CANCELLED_AS_REQUESTED);
+      case CANCELLED -> new Outcome.Cancelled(TaskSql.CANCELLED_AS_REQUESTED);
       case SHUTDOWN -> new Outcome.Released();
       case TIMED_OUT -> Outcome.Failed.retry("timed out after " + timeout(t).toMillis() + " ms",
           backoff(t.claimed.attempt()));

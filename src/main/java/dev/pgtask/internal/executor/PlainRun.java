@@ -2,7 +2,8 @@ package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.LeaseQueries;
+import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.Sql;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -125,7 +126,7 @@ final class PlainRun {
     try {
       for (int round = 0; ; round++) {
         long sent = System.nanoTime();
-        Map<Long, Boolean> found = ExecuteQueries.extendLeases(Sql.using(config.dataSource()), HeldTasks.fences(batch),
+        Map<Long, Boolean> found = LeaseQueries.extendLeases(Sql.using(config.dataSource()), HeldTasks.fences(batch),
             config.leaseDuration());
         held.renewed(batch, found, sent, false);
         if (found.containsKey(t.id())) {
@@ -133,14 +134,14 @@ final class PlainRun {
         }
         // not renewed: no longer ours, or its row was locked for a moment (another renewal, an
         // operator's lock attempt); the durable state says which
-        ExecuteQueries.Held answer = ExecuteQueries.checkHeld(Sql.using(config.dataSource()),
+        HeldQueries.Held answer = HeldQueries.checkHeld(Sql.using(config.dataSource()),
             config.workerId(), List.of(t.fence)).get(t.id());
-        ExecuteQueries.HeldState state = answer == null || answer.attempt() != t.claimed.attempt() ? null : answer.state();
-        if (state == ExecuteQueries.HeldState.GONE) {
+        HeldQueries.HeldState state = answer == null || answer.attempt() != t.claimed.attempt() ? null : answer.state();
+        if (state == HeldQueries.HeldState.GONE) {
           t.requestStop(LocalTask.Stop.LOST);
           return false;
         }
-        if (state == ExecuteQueries.HeldState.CANCEL_REQUESTED) {
+        if (state == HeldQueries.HeldState.CANCEL_REQUESTED) {
           t.requestStop(LocalTask.Stop.CANCELLED);
           return true;
         }

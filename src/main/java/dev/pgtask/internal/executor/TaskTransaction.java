@@ -1,8 +1,10 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.sql.CompletionQueries;
+import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.internal.sql.ExecuteQueries;
-import dev.pgtask.internal.sql.ExecuteQueries.Before;
-import dev.pgtask.internal.sql.ExecuteQueries.Fence;
+import dev.pgtask.internal.sql.CompletionQueries.Before;
+import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.ExecuteQueries.LockResult;
 import dev.pgtask.internal.sql.Sql;
 import java.sql.Connection;
@@ -151,7 +153,7 @@ final class TaskTransaction {
       return;
     }
     try (PreparedStatement ps = conn.prepareStatement(
-        ExecuteQueries.SAVEPOINT + "; SELECT set_config('application_name', ?, true)")) {
+        TaskSql.SAVEPOINT + "; SELECT set_config('application_name', ?, true)")) {
       ps.setString(1, applicationName);
       ps.execute();
     }
@@ -168,7 +170,7 @@ final class TaskTransaction {
       return; // the handler never touched the database: nothing to undo
     }
     try (Statement st = conn.createStatement()) {
-      st.execute(ExecuteQueries.ROLLBACK_SAVEPOINT);
+      st.execute(TaskSql.ROLLBACK_SAVEPOINT);
     }
     savepointOpen = false;
   }
@@ -179,7 +181,7 @@ final class TaskTransaction {
       return;
     }
     try (Statement st = conn.createStatement()) {
-      st.execute(ExecuteQueries.RELEASE_SAVEPOINT);
+      st.execute(TaskSql.RELEASE_SAVEPOINT);
     }
     savepointOpen = false;
   }
@@ -193,7 +195,7 @@ final class TaskTransaction {
    * Writes the completions and commits in one round trip. With {@code checkLast} (a transaction of
    * one task), the last task's deferred constraints are checked inside its savepoint first, so a
    * violation is that task's failure, its savepoint still open to roll back to.
-   * {@code workerQueues}: {@link ExecuteQueries#WORKER_QUEUES_SETTING} for the completions, the
+   * {@code workerQueues}: {@link CompletionQueries#WORKER_QUEUES_SETTING} for the completions, the
    * queues whose hand-offs wake only this worker ("" for none).
    */
   int commit(boolean checkLast, String workerQueues) throws SQLException {
@@ -202,7 +204,7 @@ final class TaskTransaction {
       fences.add(r.task().fence);
     }
     Before before = !savepointOpen ? Before.NOTHING : checkLast ? Before.CHECK_AND_RELEASE : Before.RELEASE;
-    int done = ExecuteQueries.completeAllAndCommit(conn, fences, before, workerQueues);
+    int done = CompletionQueries.completeAllAndCommit(conn, fences, before, workerQueues);
     savepointOpen = false;
     return done;
   }

@@ -2,7 +2,7 @@ package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.internal.sql.ExecuteQueries.LockResult;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
@@ -110,7 +110,7 @@ final class TransactionalRun {
     if (lock == LockResult.TENANT_BUSY) {
       outcome = new Outcome.Deferred(config.tenantDeferDelay());
     } else if (lock == LockResult.CANCEL_REQUESTED) {
-      outcome = new Outcome.Cancelled(ExecuteQueries.CANCELLED_AS_REQUESTED);
+      outcome = new Outcome.Cancelled(TaskSql.CANCELLED_AS_REQUESTED);
     } else if (t.stopReason() != LocalTask.Stop.NONE) {
       outcome = outcomes.ofStop(t, t.stopReason());
     } else if (stop.stopping) {

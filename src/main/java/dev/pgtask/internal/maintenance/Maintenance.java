@@ -3,6 +3,7 @@ package dev.pgtask.internal.maintenance;
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.internal.sql.MaintenanceQueries;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.WorkerQueries;
@@ -346,7 +347,7 @@ public final class Maintenance extends Service {
    * statements by task id (the re-lock, the completions) may have been made on the empty table,
    * where reading it whole was cheapest; new statistics make each session plan them again, with
    * its indexes. The claims and the database functions are planned without sequential scans and
-   * need none of this (see {@code ClaimQueries.GENERIC_PLAN}).
+   * need none of this (see {@code TaskSql.GENERIC_PLAN}).
    */
   private void analyzeTurn() {
     long now = System.nanoTime();

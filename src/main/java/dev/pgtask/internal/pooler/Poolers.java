@@ -115,9 +115,9 @@ public final class Poolers {
   }
 
   private static int pid(Connection c) throws SQLException {
-    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_backend_pid() AS pid")) {
       rs.next();
-      return rs.getInt(1);
+      return rs.getInt("pid");
     }
   }
 

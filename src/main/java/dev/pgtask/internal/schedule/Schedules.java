@@ -7,17 +7,31 @@ import dev.pgtask.InvalidScheduleException;
 import dev.pgtask.Schedule;
 import dev.pgtask.ScheduleInfo;
 import dev.pgtask.internal.sql.ScheduleQueries;
+import dev.pgtask.internal.sql.Sql;
+import dev.pgtask.internal.sql.TxBounds;
 import dev.pgtask.internal.sql.gen.tables.records.SchedulesRecord;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import javax.sql.DataSource;
 import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
 import org.postgresql.util.PSQLException;
 import org.postgresql.util.ServerErrorMessage;
 
-/** Declaring, changing and listing schedules: {@code PgTask}'s and the worker's way in. */
+/**
+ * Declaring, changing and listing schedules: {@code PgTask}'s and the worker's way in. Every
+ * declaration goes through {@code pgtask.schedule}, which checks it (the cron expression with
+ * {@code pgtask.cron_parse}, the one cron parser); its refusal becomes
+ * {@link InvalidScheduleException} with the database's message ({@link #translate}).
+ */
 public final class Schedules {
 
   private Schedules() {}
@@ -36,6 +50,63 @@ public final class Schedules {
     } catch (RuntimeException e) {
       throw translate(e);
     }
+  }
+
+  /** The bounds of the start's declaration transaction: a declaration reads the zone names (a quarter of a second). */
+  private static final TxBounds DECLARE_ALL_BOUNDS =
+      new TxBounds(Duration.ofSeconds(30), Duration.ofSeconds(10), Duration.ofSeconds(30));
+
+  /**
+   * Declares a worker's schedules at its start, all or none: in one transaction, each in a
+   * savepoint, in name order (two workers starting with the same schedules lock them in the same
+   * order). Every invalid schedule is found; when there is one, nothing is declared and one
+   * {@link InvalidScheduleException} names each: the database's own exception for a single one,
+   * else one whose message lists them by schedule name (the others as suppressed exceptions).
+   */
+  public static void declareAll(DataSource dataSource, ObjectMapper mapper, Collection<Schedule> schedules) {
+    if (schedules.isEmpty()) {
+      return;
+    }
+    List<Schedule> byName = new ArrayList<>(schedules);
+    byName.sort(Comparator.comparing(Schedule::name));
+    DECLARE_ALL_BOUNDS.inTransaction(dataSource, dsl -> {
+      Connection c = dsl.configuration().connectionProvider().acquire();
+      List<InvalidScheduleException> invalid = new ArrayList<>();
+      List<String> names = new ArrayList<>();
+      for (Schedule s : byName) {
+        try {
+          Savepoint sp = c.setSavepoint();
+          try {
+            declare(Sql.using(c), mapper, s);
+            c.releaseSavepoint(sp);
+          } catch (InvalidScheduleException e) {
+            c.rollback(sp);
+            invalid.add(e);
+            names.add(s.name());
+          }
+        } catch (SQLException e) {
+          throw new DataAccessException(e.getMessage(), e);
+        }
+      }
+      if (!invalid.isEmpty()) {
+        throw combined(names, invalid); // rolls the transaction back: none is declared
+      }
+      return null;
+    });
+  }
+
+  private static InvalidScheduleException combined(List<String> names, List<InvalidScheduleException> invalid) {
+    if (invalid.size() == 1) {
+      return invalid.get(0);
+    }
+    StringBuilder m = new StringBuilder("pgtask: invalid schedules (none declared):");
+    for (int i = 0; i < invalid.size(); i++) {
+      m.append(i == 0 ? " " : "; ").append('"').append(names.get(i)).append("\": ")
+          .append(invalid.get(i).getMessage().replaceFirst("^pgtask: invalid schedule: ", ""));
+    }
+    InvalidScheduleException e = new InvalidScheduleException(invalid.get(0).constraint(), m.toString(), invalid.get(0));
+    invalid.subList(1, invalid.size()).forEach(e::addSuppressed);
+    return e;
   }
 
   /** The schedules as {@code pgtask.schedules} shows them, by name. */

@@ -12,8 +12,10 @@
  * knows, and between fires costs nothing but a read when told that schedules changed (the
  * {@code schedules} control notification, sent by every declaration; and each time the listener
  * reconnects, since notifications sent while it was away are lost) or, as a backstop, once per
- * {@link dev.pgtask.internal.schedule.Scheduler#MAX_SLEEP}. Fire times are computed only by the
- * database (pgtask.cron_next), on its clock, in the schedule's time zone; cron-utils checks the
- * syntax in Java ({@link dev.pgtask.internal.schedule.CronSyntax}).
+ * {@link dev.pgtask.internal.schedule.Scheduler#MAX_SLEEP}. Cron is parsed once, by the database
+ * (pgtask.cron_parse), for SQL and Java declarations alike, and fire times are computed only by the
+ * database (pgtask.cron_next), on its clock, in the schedule's time zone. Java never parses a cron
+ * expression: {@link dev.pgtask.internal.schedule.Schedules} turns the database's refusal (SQLSTATE
+ * 23514, constraint {@code schedule_cron}) into {@code InvalidScheduleException} with its message.
  */
 package dev.pgtask.internal.schedule;

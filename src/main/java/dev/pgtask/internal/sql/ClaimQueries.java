@@ -1,45 +1,23 @@
 package dev.pgtask.internal.sql;
 
-import static dev.pgtask.internal.sql.gen.Tables.PAUSED_QUEUE;
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
-import static dev.pgtask.internal.sql.gen.Tables.TENANT;
 
 import dev.pgtask.internal.sql.gen.enums.TaskState;
-import dev.pgtask.internal.sql.gen.tables.PausedQueue;
-import dev.pgtask.internal.sql.gen.tables.Task;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import org.jooq.CommonTableExpression;
-import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
-import org.jooq.Record;
-import org.jooq.Record1;
-import org.jooq.Record3;
-import org.jooq.Table;
-import org.jooq.impl.SQLDataType;
 import org.jooq.impl.DSL;
 import org.jooq.types.DayToSecond;
 
 /**
- * The claim: one statement takes up to N claimable tasks for a worker.
- *
- * <p>Protocol: a CTE selects claimable rows of the worker's queues and kinds in claim order
- * (priority, run_at, id) with {@code LIMIT n FOR UPDATE SKIP LOCKED} — rows locked by another
- * claimer are skipped, never waited on. The LIMIT sits inside the CTE so the planner cannot
- * re-evaluate it and lock more rows. Tenants that already have a running task are excluded before
- * the LIMIT (inside the locking select), so the claim never locks rows it then throws away; of the
- * locked rows it keeps at most one per tenant; a paused queue's tasks are not selected
- * (see {@link #unlessPaused}); the kept rows are marked running with attempt + 1,
- * owner and a lease from the database clock. The short claim transaction then commits. It starts
- * with {@link #GENERIC_PLAN}; BEGIN, that, the claim and COMMIT go in one round trip.
- *
- * <p>Into an idle worker, {@link #claimAndStart} sends the claim together with the start of its
- * first transactional task: {@link #GENERIC_PLAN}, claim, COMMIT, BEGIN, and that task's re-lock,
- * in one round trip.
+ * The claim: one round trip takes up to N claimable tasks for a worker ({@link #claimAvailable}),
+ * or takes them and starts the first transactional one ({@link #claimAndStart}); and the claim of
+ * one task by id ({@link #claimById}). The statements and their protocol are
+ * {@link ClaimStatements}'; their rows are read by {@link ClaimRows}.
  */
 public final class ClaimQueries {
 
@@ -52,269 +30,10 @@ public final class ClaimQueries {
   /** The claim's result: the tasks, and how many rows the locking select returned. */
   public record Claim(List<Claimed> tasks, int locked) {}
 
-  // the claim statement for n queues, rendered once (see PreparedQuery)
-  // by queue count and bounds
+  // the claim statement for n queues, rendered once (see PreparedQuery), by queue count and bounds
   private static final java.util.Map<String, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
-
-  /**
-   * What the claim statements share: the locking CTE, which rows to take, the CTE's row count, and
-   * the spill (see {@link #spill}).
-   */
-  private record ClaimParts(CommonTableExpression<Record3<Long, Integer, Integer>> locked, Condition picked,
-      Field<Integer> lockedCount, Field<Integer> spill) {}
-
-  private static ClaimParts claimParts(int queueCount) {
-    Task c = TASK.as("c");
-    // every parameter that feeds a row estimate sits behind a sub-select: a custom plan then costs
-    // the same as the generic one and the server keeps the generic plan. With the values visible, a
-    // kind missing from the statistics made every custom plan look cheaper, and the server planned
-    // the claim on every execution (half a millisecond, more than running it)
-    Condition queueCondition;
-    if (queueCount == 1) {
-      // one queue: the claimable index returns its rows in claim order, no sort
-      queueCondition = c.QUEUE.eq(unlessPaused(0));
-    } else {
-      List<Field<String>> qs = new ArrayList<>();
-      for (int i = 0; i < queueCount; i++) {
-        qs.add(unlessPaused(i));
-      }
-      queueCondition = c.QUEUE.in(qs);
-    }
-    Task running = TASK.as("r");
-    // a tenant with a task running anywhere is passed over before the LIMIT: a row locked here and
-    // dropped afterwards made the claim return fewer tasks than it locked, and the producer, seeing
-    // a full claim, claimed again at once, thousands of times a second, never reaching the due
-    // tasks behind those rows. Its generic plan (EXPLAIN, 25,000 claimable rows over 500 tenants)
-    // reads the running tasks once through task_running_idx into a hashed sub-plan: a cost that
-    // grows with the tasks running at once, not with the backlog.
-    Condition tenantIdle = c.TENANT_ID.isNull()
-        .or(DSL.notExists(DSL.selectOne().from(running)
-            .where(running.TENANT_ID.eq(c.TENANT_ID))
-            .and(running.BLOCKED.isFalse())
-            .and(running.STATE.eq(DSL.inline(TaskState.running)))));
-
-    CommonTableExpression<Record3<Long, Integer, Integer>> locked = DSL.name("locked").as(
-        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY)
-            .from(c)
-            .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
-            .and(c.BLOCKED.isFalse())
-            .and(queueCondition)
-            .and(c.RUN_AT.le(DSL.currentInstant()))
-            .and(tenantIdle)
-            // the cast makes it an array-valued expression: ANY ((SELECT ...)) would read as ANY (sub-query)
-            .and(c.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("kinds", String[].class)))
-                .cast(SQLDataType.VARCHAR.array()))))
-            // the claim's commit need not wait for its WAL flush: if the server loses it, the tasks
-            // are simply unclaimed again, and nothing the attempt does can commit before the claim
-            // is durable (its own commit flushes the WAL up to and including the claim)
-            .and(DSL.field(DSL.select(DSL.function("set_config", SQLDataType.CLOB,
-                DSL.inline("synchronous_commit"), DSL.inline("off"), DSL.inline(true)))).isNotNull())
-            .orderBy(c.PRIORITY, c.RUN_AT, c.ID)
-            .limit(DSL.field(DSL.select(DSL.param("limit", Integer.class))))
-            .forUpdate()
-            .skipLocked());
-    Field<Long> lId = locked.field(c.ID);
-    Field<Integer> lTenant = locked.field(c.TENANT_ID);
-
-    // at most one task per tenant: two due heads of one tenant (in two queues, or a head due
-    // before the tenant's other head) can be locked by one claim; the tenant's lock would turn
-    // the second away
-    Field<Integer> rank = DSL.rowNumber().over(DSL.partitionBy(DSL.coalesce(lTenant.cast(Long.class), lId.neg()))
-        .orderBy(locked.field(c.PRIORITY), lId));
-    var ranked = DSL.select(lId.as("id"), lTenant.as("tenant_id"), rank.as("rn"))
-        .from(locked)
-        .asTable("ranked");
-    Field<Long> rId = ranked.field("id", Long.class);
-    var picked = DSL.select(rId)
-        .from(ranked)
-        .where(ranked.field("rn", Integer.class).eq(DSL.inline(1)));
-    Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
-
-    // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
-    return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount,
-        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount));
-  }
-
-  /**
-   * Whether a task other than {@code taken} is claimable in the worker's queues (see {@link #spill}):
-   * the first such task in claim order, so the server reads the claimable index as the claim does
-   * (a plan free to stop at any matching row chose a sequential scan of the table).
-   */
-  private static Condition claimableBeyond(Field<Long[]> taken, int queueCount) {
-    Task p = TASK.as("spill_probe");
-    Task running = TASK.as("spill_running");
-    return DSL.field(DSL.select(p.ID).from(p)
-        .where(p.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
-        .and(p.BLOCKED.isFalse())
-        .and(probeQueues(p, queueCount))
-        .and(p.RUN_AT.le(DSL.currentInstant()))
-        .and(p.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("spill_kinds", String[].class)))
-            .cast(SQLDataType.VARCHAR.array()))))
-        .and(p.TENANT_ID.isNull().or(DSL.notExists(DSL.selectOne().from(running)
-            .where(running.TENANT_ID.eq(p.TENANT_ID))
-            .and(running.BLOCKED.isFalse())
-            .and(running.STATE.eq(DSL.inline(TaskState.running))))))
-        .and(p.ID.ne(DSL.all(taken)))
-        .orderBy(p.PRIORITY, p.RUN_AT, p.ID)
-        .limit(DSL.inline(1))).isNotNull();
-  }
-
-  /**
-   * The claim a worker makes after its own hand-offs (with {@code spill}) may leave claimable
-   * tasks behind that the other workers do not know of: a worker's completions wake only itself for
-   * what they hand on in its queues (db/R__02a_wakeup.sql), and it may hand on more than it
-   * has room for. When such a claim locks as many rows as it asked for and finds a claimable task
-   * beyond them (the claim's conditions, its queues' pauses aside), it notifies each of the
-   * worker's queues, sent with its commit, so idle workers claim too. A claim that came back short,
-   * or took the last task, sends nothing: with small rooms (a worker of concurrency 4 with 3 tasks
-   * running claims 1) a notification for every full claim woke every idle worker for nothing; and
-   * every other claim sends nothing, because whatever made its tasks claimable notified everyone
-   * (a notification per full claim in a drain halved plain mode's throughput). Without {@code
-   * spill} the threshold is out of reach and the probe never runs. An uncorrelated scalar
-   * sub-select: the server evaluates it once per claim (an InitPlan), not per returned row.
-   * Returns the count notified.
-   */
-  private static Field<Integer> spill(Field<Integer> lockedCount, Field<Long[]> taken, int queueCount) {
-    return DSL.field("(SELECT count(*) FROM (SELECT pg_notify('pgtask', q.q) FROM unnest({0}) AS q(q)"
-        + " WHERE {1}) AS s)::integer", SQLDataType.INTEGER,
-        DSL.field(DSL.select(DSL.param("spill_queues", String[].class))).cast(SQLDataType.VARCHAR.array()),
-        DSL.field(DSL.select(DSL.when(lockedCount.ge(DSL.param("spill_at", Integer.class)),
-            DSL.field(claimableBeyond(taken, queueCount))).otherwise(DSL.inline(false)))));
-  }
-
-  /** The probe's queue condition, shaped as the claim's (one queue: equality, so no sort). */
-  private static Condition probeQueues(Task p, int queueCount) {
-    List<Field<String>> qs = new ArrayList<>();
-    for (int i = 0; i < queueCount; i++) {
-      qs.add(DSL.field(DSL.select(DSL.param("probe_queue" + i, String.class))));
-    }
-    return queueCount == 1 ? p.QUEUE.eq(qs.get(0)) : p.QUEUE.in(qs);
-  }
-
-  /**
-   * The worker's queue number {@code i}, or NULL (which matches no task) while that queue is paused:
-   * {@code (SELECT q.v FROM (SELECT :queue_i AS v) q WHERE NOT EXISTS (SELECT 1 FROM
-   * pgtask.paused_queue p WHERE p.queue = q.v))}. Uncorrelated, so the server runs it once per claim
-   * (an InitPlan) before the index scan, which stays the same scan of the claimable index: the pause
-   * costs the claim one primary-key probe per queue. Read in the claim's own statement, a pause
-   * holds for every claim that starts after it commits, on every worker, however late it starts.
-   */
-  private static Field<String> unlessPaused(int i) {
-    Table<Record1<String>> q = DSL.select(DSL.param("queue" + i, String.class).as("v")).asTable("q" + i);
-    Field<String> v = q.field("v", String.class);
-    PausedQueue p = PAUSED_QUEUE.as("p" + i);
-    return DSL.field(DSL.select(v).from(q).whereNotExists(DSL.selectOne().from(p).where(p.QUEUE.eq(v))));
-  }
-
-  /** The claim's update: marks the picked rows running, with attempt + 1, owner and lease. */
-  private static org.jooq.UpdateConditionStep<dev.pgtask.internal.sql.gen.tables.records.TaskRecord> claimUpdate(
-      org.jooq.UpdateSetFirstStep<dev.pgtask.internal.sql.gen.tables.records.TaskRecord> update, ClaimParts p) {
-    return update
-        .set(TASK.STATE, DSL.inline(TaskState.running))
-        .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
-        .set(TASK.OWNER, DSL.param("owner", String.class))
-        .set(TASK.ATTEMPTED_AT, DSL.currentInstant())
-        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.param("lease", DayToSecond.class)))
-        .where(p.picked());
-  }
-
-  /** The tenant's name, from the registry's primary key: no extra round trip per new tenant. */
-  private static Field<String> tenantName() {
-    return DSL.field(DSL.select(TENANT.NAME).from(TENANT).where(TENANT.ID.eq(TASK.TENANT_ID)));
-  }
-
-  /**
-   * The first statement of a claim's transaction: the claim runs on its generic plan from its
-   * first execution. The sub-selects above make a custom plan cost what the generic one costs for
-   * the same statistics, but the server compares the generic plan's cost, taken when it is built,
-   * with the average cost of the first five custom plans, taken earlier. The planner scales its row
-   * estimates by the table's current size, so while the task table grows (a backlog building up)
-   * the generic plan looked dearer than those older custom plans, and the server went on planning
-   * the claim on every execution. PlanCacheTest saw it for the claim-and-start, which runs only
-   * into an idle worker and so rarely that the average did not catch up (110 executions, all
-   * planned), and for the busy worker's claim on a connection that ran it ten times (all planned).
-   * A generic plan made while the table was empty (a poll of an idle queue) reads the whole table
-   * for each candidate row once a backlog arrives (measured: 395 ms for one claim of a 4,000-task
-   * backlog, until the next ANALYZE), so the claim is planned with sequential scans disabled:
-   * every lookup it makes has its index. And with JIT off: the server would otherwise compile
-   * the claim on each execution once the table's size lifts the plan's cost past
-   * {@code jit_above_cost} (as the database functions do; see db/R__02_tenant_heads.sql).
-   * {@code SET LOCAL} ends with the claim's transaction; the pooled connection keeps nothing of it.
-   */
-  static final String GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan;\n"
-      + "SET LOCAL enable_seqscan = off;\nSET LOCAL jit = off";
-
-  private static PreparedQuery claimQuery(int queueCount, TxBounds bounds) {
-    ClaimParts p = claimParts(queueCount);
-    return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
-        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
-            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount(), tenantName(),
-            TASK.TRACE_PARENT, p.spill().as("spilled")))
-        .precededBy(bounds.setLocalSql() + ";\n" + GENERIC_PLAN).followedBy("COMMIT");
-  }
-
-  /** The sequence whose currval() carries the claim's head id to the re-lock sent after it. */
-  public static final String HEAD_ID_SEQUENCE = "pgtask.claim_head_id";
-  /** The sequence whose currval() carries the claim's head attempt to the re-lock sent after it. */
-  public static final String HEAD_ATTEMPT_SEQUENCE = "pgtask.claim_head_attempt";
-
-  /** {@code setval(sequence, value, true)}: sets this session's currval(), outside any transaction. */
-  private static Field<Long> setval(String sequence, Field<? extends Number> value) {
-    return DSL.function("setval", SQLDataType.BIGINT, DSL.field("{0}::regclass", Object.class, DSL.inline(sequence)),
-        value, DSL.inline(true));
-  }
-
-  // claim, commit, and the re-lock of the claim's head in a new transaction, for n queues
-  // by queue count and bounds
+  // claim, commit, and the re-lock of the claim's head in a new transaction, by queue count and bounds
   private static final java.util.Map<String, PreparedQuery> CLAIM_AND_START = new java.util.concurrent.ConcurrentHashMap<>();
-
-  /**
-   * The claim as a data-modifying CTE, which also picks its head (the first transactional task in
-   * claim order) and hands its id and attempt to the re-lock through this session's currval() of
-   * {@link #HEAD_ID_SEQUENCE} and {@link #HEAD_ATTEMPT_SEQUENCE} (0 and 0 without a head). They are
-   * set whatever the claim took (the head CTE always yields its one row), so the re-lock never
-   * reads a value left by an earlier claim; being sequence values, not settings, no transaction's
-   * end or rollback changes them and nothing is left to clear. Columns 1–11 as in the plain claim
-   * (a row with a NULL id when nothing was claimed), then the head's id.
-   */
-  private static PreparedQuery claimAndStartQuery(int queueCount) {
-    ClaimParts p = claimParts(queueCount);
-    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p)
-        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, TASK.ATTEMPT,
-            TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as("tenant_name"),
-            TASK.TRACE_PARENT));
-    Field<String[]> plainKinds = DSL.field(DSL.select(DSL.param("plain_kinds", String[].class)))
-        .cast(SQLDataType.VARCHAR.array());
-    var headTask = DSL.name("head_task").as(DSL.select(claimed.field(TASK.ID), claimed.field(TASK.ATTEMPT))
-        .from(claimed)
-        // plain-mode kinds run outside any transaction, except tasks with a tenant
-        .where(claimed.field(TASK.TENANT_ID).isNotNull().or(claimed.field(TASK.KIND).ne(DSL.all(plainKinds))))
-        .orderBy(claimed.field(TASK.PRIORITY), claimed.field(TASK.RUN_AT), claimed.field(TASK.ID))
-        .limit(DSL.inline(1)));
-    Field<Long> headId = DSL.field(DSL.select(headTask.field(TASK.ID)).from(headTask));
-    Field<Integer> headAttempt = DSL.field(DSL.select(headTask.field(TASK.ATTEMPT)).from(headTask));
-    var head = DSL.name("head").as(DSL.select(
-        setval(HEAD_ID_SEQUENCE, DSL.coalesce(headId, DSL.inline(0L))).as("head_id_set"),
-        setval(HEAD_ATTEMPT_SEQUENCE, DSL.coalesce(headAttempt, DSL.inline(0))).as("head_attempt_set"),
-        headId.as("head_id"), p.spill().as("spilled")));
-    return PreparedQuery.of(DSL.with(p.locked(), claimed, headTask, head)
-        .select(claimed.field(TASK.ID), claimed.field(TASK.KIND), claimed.field(TASK.QUEUE),
-            claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
-            claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
-            p.lockedCount(), claimed.field("tenant_name", String.class), head.field("head_id", Long.class),
-            head.field("head_id_set", Long.class), head.field("head_attempt_set", Long.class),
-            claimed.field(TASK.TRACE_PARENT), head.field("spilled", Integer.class))
-        .from(head)
-        .leftJoin(claimed).on(DSL.trueCondition()));
-  }
-
-  private static PreparedQuery claimAndStartPipeline(int queueCount, TxBounds bounds) {
-    // the claim's transaction and the task's each bounded before its first statement; the re-lock
-    // waits for its row at most the re-lock bound, the handler then runs with the default lock_timeout
-    return claimAndStartQuery(queueCount).precededBy(bounds.setLocalSql() + ";\n" + GENERIC_PLAN)
-        .followedBy("COMMIT").followedBy("BEGIN").followedBy(bounds.forRelock().setLocalSql())
-        .followedBy(ExecuteQueries.LOCK_CLAIM_HEAD).followedBy(TxBounds.AFTER_RELOCK).followedBy(ExecuteQueries.SAVEPOINT);
-  }
 
   /**
    * A claim whose head is already locked for execution: {@code transaction} is a pooled connection
@@ -346,7 +65,7 @@ public final class ClaimQueries {
       List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
       int namespace, boolean spill, TxBounds bounds) {
     PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size() + " " + bounds,
-        k -> claimAndStartPipeline(queues.size(), bounds));
+        k -> ClaimStatements.claimAndStartPipeline(queues.size(), bounds));
     java.sql.Connection conn = null;
     boolean handedOver = false;
     try {
@@ -363,15 +82,13 @@ public final class ClaimQueries {
       Long headId = null;
       ExecuteQueries.LockResult headLock = ExecuteQueries.LockResult.FENCED_OUT;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
-        firstResultSet(ps);
+        ClaimRows.firstResultSet(ps);
         try (java.sql.ResultSet rs = ps.getResultSet()) {
           while (rs.next()) {
-            long head = rs.getLong(12);
-            headId = rs.wasNull() ? null : head;
-            lockedRows = rs.getInt(10);
-            rs.getLong(1);
-            if (!rs.wasNull()) {
-              tasks.add(claimed(rs));
+            headId = ClaimRows.headId(rs);
+            lockedRows = ClaimRows.lockedRows(rs);
+            if (ClaimRows.hasTask(rs)) {
+              tasks.add(ClaimRows.claimed(rs));
             }
           }
         }
@@ -383,7 +100,7 @@ public final class ClaimQueries {
         }
         try (java.sql.ResultSet rs = ps.getResultSet()) {
           if (rs.next()) {
-            headLock = ExecuteQueries.LockResult.of(rs.getBoolean(5), rs.getBoolean(6));
+            headLock = ExecuteQueries.LockResult.of(rs);
           }
         }
       }
@@ -436,29 +153,9 @@ public final class ClaimQueries {
     return values;
   }
 
-  private static Claimed claimed(java.sql.ResultSet rs) throws java.sql.SQLException {
-    long tenant = rs.getLong(5);
-    Integer tenantId = rs.wasNull() ? null : (int) tenant;
-    return new Claimed(rs.getLong(1), rs.getString(2), rs.getString(3), JSONB.valueOf(rs.getString(4)),
-        tenantId, rs.getString(11), rs.getInt(6), rs.getInt(7),
-        rs.getObject(8, java.time.OffsetDateTime.class).toInstant(),
-        rs.getObject(9, java.time.OffsetDateTime.class).toInstant(), rs.getString("trace_parent"));
-  }
-
-  /** Moves to the claim's result set, past the update counts of the statements sent before it. */
-  private static void firstResultSet(java.sql.PreparedStatement ps) throws java.sql.SQLException {
-    boolean resultSet = ps.execute();
-    while (!resultSet) {
-      if (ps.getUpdateCount() == -1) {
-        throw new IllegalStateException("the claim returned no result set");
-      }
-      resultSet = ps.getMoreResults();
-    }
-  }
-
   /**
    * Claims up to {@code limit} tasks in one round trip: the claim in its own short transaction
-   * (BEGIN, {@link #GENERIC_PLAN}, the claim, COMMIT, sent together). Locks: row locks (FOR UPDATE
+   * (BEGIN, {@link TaskSql#GENERIC_PLAN}, the claim, COMMIT, sent together). Locks: row locks (FOR UPDATE
    * SKIP LOCKED) on at most {@code limit} claimable rows, held until that transaction commits.
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
@@ -479,7 +176,7 @@ public final class ClaimQueries {
   /** As above, the claim's transaction bounded by {@code bounds}. */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease, boolean spill, TxBounds bounds) {
-    PreparedQuery query = CLAIMS.computeIfAbsent(queues.size() + " " + bounds, k -> claimQuery(queues.size(), bounds));
+    PreparedQuery query = CLAIMS.computeIfAbsent(queues.size() + " " + bounds, k -> ClaimStatements.claimQuery(queues.size(), bounds));
     java.sql.Connection conn = null;
     try {
       conn = dataSource.getConnection();
@@ -488,11 +185,11 @@ public final class ClaimQueries {
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
-        firstResultSet(ps);
+        ClaimRows.firstResultSet(ps);
         try (java.sql.ResultSet rs = ps.getResultSet()) {
           while (rs.next()) {
-            tasks.add(claimed(rs));
-            lockedRows = rs.getInt(10);
+            tasks.add(ClaimRows.claimed(rs));
+            lockedRows = ClaimRows.lockedRows(rs);
           }
         }
         ps.getMoreResults(); // the COMMIT
@@ -517,6 +214,7 @@ public final class ClaimQueries {
    * transaction (autocommit here) ends. Returns null when no such task was claimable.
    */
   public static Claimed claimById(DSLContext dsl, long id, String owner, Duration lease) {
+    Field<String> tenant = ClaimStatements.tenantName().as(ClaimRows.TENANT_NAME);
     var r = dsl.update(TASK)
         .set(TASK.STATE, DSL.inline(TaskState.running))
         .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
@@ -526,10 +224,11 @@ public final class ClaimQueries {
         .where(TASK.ID.eq(id))
         .and(TASK.STATE.in(TaskState.available, TaskState.retryable))
         .and(TASK.BLOCKED.isFalse())
-        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, tenantName(),
+        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, tenant,
             TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.TRACE_PARENT)
         .fetchOne();
-    return r == null ? null : new Claimed(r.value1(), r.value2(), r.value3(), r.value4(), r.value5(), r.value6(),
-        r.value7(), r.value8(), r.value9(), r.value10(), r.value11());
+    return r == null ? null : new Claimed(r.get(TASK.ID), r.get(TASK.KIND), r.get(TASK.QUEUE), r.get(TASK.PAYLOAD),
+        r.get(TASK.TENANT_ID), r.get(tenant), r.get(TASK.ATTEMPT), r.get(TASK.MAX_ATTEMPTS), r.get(TASK.RUN_AT),
+        r.get(TASK.ATTEMPTED_AT), r.get(TASK.TRACE_PARENT));
   }
 }

@@ -62,7 +62,7 @@ public final class EnqueueQueries {
     return dsl.connectionResult(c -> {
       try (java.sql.PreparedStatement ps = query.prepare(c, values); java.sql.ResultSet rs = ps.executeQuery()) {
         rs.next();
-        return rs.getLong(1);
+        return rs.getLong(ID);
       }
     });
   }
@@ -96,8 +96,11 @@ public final class EnqueueQueries {
         runAt,
         DSL.param("priority", Integer.class),
         DSL.param("max_attempts", Integer.class),
-        DSL.param("dedupe_key", String.class))));
+        DSL.param("dedupe_key", String.class)).as(ID)));
   }
+
+  /** The column of the new task's id, in both statements' results. */
+  private static final String ID = "id";
 
   /**
    * Enqueues a batch through {@code pgtask.enqueue_batch} in one statement; returns the ids in
@@ -168,7 +171,7 @@ public final class EnqueueQueries {
       List<Long> ids = new ArrayList<>(n);
       try (java.sql.PreparedStatement ps = query.prepare(c, values); java.sql.ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          ids.add(rs.getLong(1));
+          ids.add(rs.getLong(ENQUEUE_BATCH.ID.getName()));
         }
       }
       return ids;

@@ -48,9 +48,9 @@ public final class InspectQueries {
     var state = DSL.when(TASK.BLOCKED, DSL.inline("waiting"))
         .when(TASK.STATE.eq(DSL.inline(dev.pgtask.internal.sql.gen.enums.TaskState.available))
             .and(TASK.RUN_AT.gt(DSL.currentInstant())), DSL.inline("scheduled"))
-        .otherwise(TASK.STATE.cast(String.class));
+        .otherwise(TASK.STATE.cast(String.class)).as("state");
     var lastError = DSL.when(TASK.STATE.ne(DSL.inline(dev.pgtask.internal.sql.gen.enums.TaskState.completed)),
-        DSL.field("{0} -> -1 ->> 'error'", String.class, TASK.ERRORS));
+        DSL.field("{0} -> -1 ->> 'error'", String.class, TASK.ERRORS)).as("last_error");
     List<StoredTask> out = new ArrayList<>();
     for (var r : dsl.select(TASK.ID, TASK.KIND, TASK.QUEUE, TENANT.NAME, state, TASK.PAYLOAD, TASK.PRIORITY,
             TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.CREATED_AT, TASK.DEDUPE_KEY, lastError)
@@ -59,8 +59,9 @@ public final class InspectQueries {
         .where(c)
         .orderBy(TASK.ID)
         .fetch()) {
-      out.add(new StoredTask(r.value1(), r.value2(), r.value3(), r.value4(), r.value5(), r.value6().data(),
-          r.value7(), r.value8(), r.value9(), r.value10(), r.value11(), r.value12(), r.value13()));
+      out.add(new StoredTask(r.get(TASK.ID), r.get(TASK.KIND), r.get(TASK.QUEUE), r.get(TENANT.NAME), r.get(state),
+          r.get(TASK.PAYLOAD).data(), r.get(TASK.PRIORITY), r.get(TASK.ATTEMPT), r.get(TASK.MAX_ATTEMPTS),
+          r.get(TASK.RUN_AT), r.get(TASK.CREATED_AT), r.get(TASK.DEDUPE_KEY), r.get(lastError)));
     }
     return out;
   }

@@ -62,7 +62,7 @@ public final class MaintenanceQueries {
    * transaction was opened with its server-side bounds ({@link TxBounds#begin}), so a worker frozen
    * in the middle of a pass loses its session and the lock instead of stopping that pass
    * cluster-wide. The same statement plans the pass's statements without sequential scans of the
-   * task table and without JIT, as the claims are (see {@code ClaimQueries.GENERIC_PLAN}): a plan the
+   * task table and without JIT, as the claims are (see {@code TaskSql.GENERIC_PLAN}): a plan the
    * session kept from a pass over an empty table would otherwise read the whole table once it
    * fills up.
    */
@@ -94,19 +94,19 @@ public final class MaintenanceQueries {
             .forUpdate()
             .skipLocked());
     Condition exhausted = TASK.ATTEMPT.ge(TASK.MAX_ATTEMPTS);
-    Condition cancel = ExecuteQueries.cancelRequested();
+    Condition cancel = TaskSql.cancelRequested();
     Condition ends = cancel.or(exhausted);
     Field<JSONB> lost = errorEntry(DSL.concat(DSL.inline("worker lost: "), TASK.OWNER,
         DSL.inline(" stopped renewing its claim (lease expired at "),
         TASK.LEASE_UNTIL.cast(SQLDataType.CLOB), DSL.inline(")")));
-    Field<JSONB> cancelled = errorEntry(DSL.inline(ExecuteQueries.CANCELLED_AS_REQUESTED));
+    Field<JSONB> cancelled = errorEntry(DSL.inline(TaskSql.CANCELLED_AS_REQUESTED));
     Field<JSONB> history = DSL.coalesce(TASK.ERRORS, DSL.inline(JSONB.valueOf("[]")));
     return tx.with(expired)
         .update(TASK)
         .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled))
             .when(exhausted, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
         .set(TASK.RUN_AT, DSL.when(ends, TASK.RUN_AT).otherwise(DSL.currentInstant()))
-        .set(TASK.FINISHED_AT, DSL.when(ends, ExecuteQueries.clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
+        .set(TASK.FINISHED_AT, DSL.when(ends, TaskSql.clockTimestamp()).otherwise(DSL.inline((java.time.Instant) null)))
         .set(TASK.ERRORS, DSL.function("jsonb_concat", SQLDataType.JSONB,
             DSL.function("jsonb_concat", SQLDataType.JSONB, history, lost),
             DSL.when(cancel, cancelled).otherwise(DSL.inline(JSONB.valueOf("[]")))))
@@ -120,7 +120,7 @@ public final class MaintenanceQueries {
     return DSL.function("jsonb_build_array", SQLDataType.JSONB,
         DSL.function("jsonb_build_object", SQLDataType.JSONB,
             DSL.inline("attempt"), TASK.ATTEMPT,
-            DSL.inline("at"), ExecuteQueries.clockTimestamp(),
+            DSL.inline("at"), TaskSql.clockTimestamp(),
             DSL.inline("error"), error,
             DSL.inline("worker"), TASK.OWNER));
   }

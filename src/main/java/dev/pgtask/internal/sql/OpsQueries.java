@@ -1,11 +1,9 @@
 package dev.pgtask.internal.sql;
 
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
-import static dev.pgtask.internal.sql.gen.Tables.WORKERS;
 
 import dev.pgtask.internal.sql.gen.Routines;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
-import dev.pgtask.internal.sql.gen.tables.records.WorkersRecord;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -13,52 +11,23 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record1;
-import org.jooq.Result;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 
 /**
- * The queries of {@code pgtask demo} on its own queue (the operator commands' reads of the public
- * views are plain JDBC, in {@link ViewReads}). Views read {@code pg_locks} and
- * {@code pg_stat_activity}, which take no lock.
+ * The queries of {@code pgtask demo} on its own queue (the reads of the public views, the demo's
+ * too, are {@link OperatorViews}', behind {@code dev.pgtask.ops.PgTaskOperations}).
  */
 public final class OpsQueries {
 
-  /** Every queue's counts and lag, by queue name (the health indicator's read). Locks: none. */
-  public static Result<dev.pgtask.internal.sql.gen.tables.records.QueueSummaryRecord> selectQueueSummary(DSLContext dsl) {
-    var q = dev.pgtask.internal.sql.gen.Tables.QUEUE_SUMMARY;
-    return dsl.selectFrom(q).orderBy(q.QUEUE).fetch();
-  }
-
-  /** The one row of {@code pgtask.health}. Locks: none. */
-  public static dev.pgtask.internal.sql.gen.tables.records.HealthRecord selectHealth(DSLContext dsl) {
-    return dsl.selectFrom(dev.pgtask.internal.sql.gen.Tables.HEALTH).fetchOne();
-  }
-
-  /** The maintenance lease's holder ({@code pgtask.maintenance_leader}, one row). Locks: none. */
-  public static dev.pgtask.internal.sql.gen.tables.records.MaintenanceLeaderRecord selectMaintenanceLeader(DSLContext dsl) {
-    return dsl.selectFrom(dev.pgtask.internal.sql.gen.Tables.MAINTENANCE_LEADER).fetchOne();
-  }
-
-  /** What no live worker can run ({@code pgtask.unrunnable}), most tasks first. Locks: none. */
-  public static Result<dev.pgtask.internal.sql.gen.tables.records.UnrunnableRecord> selectUnrunnable(DSLContext dsl) {
-    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
-    return dsl.selectFrom(u).orderBy(u.TASKS.desc(), u.QUEUE, u.KIND).fetch();
-  }
-
   private OpsQueries() {}
-
-  /** Live workers (seen in the last minute), by id. Locks: none. */
-  public static Result<WorkersRecord> selectWorkers(DSLContext dsl) {
-    return dsl.selectFrom(WORKERS).orderBy(WORKERS.ID).fetch();
-  }
 
   // ---- pgtask demo: its own queue only ----
 
   /** The database clock ({@code clock_timestamp()}). Locks: none. */
   public static Instant selectClock(DSLContext dsl) {
-    return dsl.select(ExecuteQueries.clockTimestamp()).fetchOne(0, Instant.class);
+    return dsl.select(TaskSql.clockTimestamp()).fetchOne(0, Instant.class);
   }
 
   /** Deletes every task of {@code queue} (the demo's leftovers). Locks: those task rows. */

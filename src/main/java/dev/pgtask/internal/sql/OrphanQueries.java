@@ -14,7 +14,7 @@ public final class OrphanQueries {
   private OrphanQueries() {}
 
   /**
-   * {@link ExecuteQueries#releaseOrphans} in a transaction of its own on {@code c} (autocommit on
+   * {@link OutcomeQueries#releaseOrphans} in a transaction of its own on {@code c} (autocommit on
    * return) with a lock timeout of one second: at shutdown nothing may wait long, and a table locked
    * by someone else keeps the rows for rescue. Returns how many tasks were put back. Locks the rows
    * it puts back (skipping rows locked by others), until its commit.
@@ -24,7 +24,7 @@ public final class OrphanQueries {
     c.setAutoCommit(false);
     try (Statement st = c.createStatement()) {
       st.execute("SET LOCAL lock_timeout = '1s'");
-      n = ExecuteQueries.releaseOrphans(Sql.using(c), owner, held);
+      n = OutcomeQueries.releaseOrphans(Sql.using(c), owner, held);
       c.commit();
     } catch (SQLException | RuntimeException e) {
       c.rollback();

@@ -1,6 +1,6 @@
 package dev.pgtask.internal.wakeup;
 
-import dev.pgtask.internal.sql.ExecuteQueries;
+import dev.pgtask.internal.sql.CompletionQueries;
 import java.util.List;
 
 /**
@@ -20,7 +20,7 @@ public final class HandOffWake {
   private final WakeSignal signal;
 
   HandOffWake(List<String> queues, Spills spills, WakeSignal signal) {
-    this.ownQueues = ExecuteQueries.workerQueues(queues);
+    this.ownQueues = CompletionQueries.workerQueues(queues);
     this.spills = spills;
     this.signal = signal;
   }

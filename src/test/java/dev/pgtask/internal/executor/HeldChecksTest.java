@@ -8,11 +8,11 @@ import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.WorkerAccess;
 import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.ClaimQueries;
-import dev.pgtask.internal.sql.ExecuteQueries;
-import dev.pgtask.internal.sql.ExecuteQueries.Fence;
-import dev.pgtask.internal.sql.ExecuteQueries.Held;
-import dev.pgtask.internal.sql.ExecuteQueries.HeldState;
+import dev.pgtask.internal.sql.Fence;
+import dev.pgtask.internal.sql.HeldQueries.Held;
+import dev.pgtask.internal.sql.HeldQueries.HeldState;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.testsupport.QueueDatabase;
 import java.sql.Connection;
@@ -70,9 +70,9 @@ class HeldChecksTest {
     int attempt = claim.tasks().get(0).attempt();
     var dsl = Sql.using(queue.pool());
 
-    assertThat(ExecuteQueries.checkHeld(dsl, "held-w", List.of(new Fence(id, "held-w", attempt))))
+    assertThat(HeldQueries.checkHeld(dsl, "held-w", List.of(new Fence(id, "held-w", attempt))))
         .as("the attempt held, still running as this worker's").isEmpty();
-    assertThat(ExecuteQueries.checkHeld(dsl, "held-w", List.of(new Fence(id, "held-w", attempt - 1))))
+    assertThat(HeldQueries.checkHeld(dsl, "held-w", List.of(new Fence(id, "held-w", attempt - 1))))
         .as("an earlier attempt").containsEntry(id, new Held(HeldState.GONE, attempt - 1));
 
     // as an executing attempt does, a transaction holds the row: the cancellation is a request
@@ -80,9 +80,9 @@ class HeldChecksTest {
       executing.setAutoCommit(false);
       st.execute("SELECT id FROM pgtask.task WHERE id = " + id + " FOR UPDATE");
       assertThat(queue.pgtask().cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
-      assertThat(ExecuteQueries.checkHeld(dsl, "held-w", List.of(new Fence(id, "held-w", attempt))))
+      assertThat(HeldQueries.checkHeld(dsl, "held-w", List.of(new Fence(id, "held-w", attempt))))
           .as("a cancel request of the attempt held").containsEntry(id, new Held(HeldState.CANCEL_REQUESTED, attempt));
-      assertThat(ExecuteQueries.checkHeld(dsl, "held-w", List.of()))
+      assertThat(HeldQueries.checkHeld(dsl, "held-w", List.of()))
           .as("a cancel request of a claim not registered yet").containsEntry(id, new Held(HeldState.CANCEL_REQUESTED, attempt));
       executing.rollback();
     }

@@ -1,0 +1,69 @@
+package dev.pgtask.internal.sql;
+
+import static dev.pgtask.internal.sql.gen.Tables.TASK;
+
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import org.jooq.JSONB;
+
+/**
+ * The claim's rows as the executor needs them: each column of the claim statements
+ * ({@link ClaimStatements}) read by its name.
+ */
+final class ClaimRows {
+
+  private ClaimRows() {}
+
+  /** The claim's column: how many rows its locking select returned (the same on every row). */
+  static final String LOCKED_ROWS = "locked_rows";
+  /** The claim's column: the task's tenant's name. */
+  static final String TENANT_NAME = "tenant_name";
+  /** The claim-and-start's column: the id of the task whose re-lock follows, or NULL. */
+  static final String HEAD_ID = "head_id";
+
+  /** A claimed task, from the current row of a claim's result set. */
+  static ClaimQueries.Claimed claimed(ResultSet rs) throws SQLException {
+    int tenant = rs.getInt(TASK.TENANT_ID.getName());
+    Integer tenantId = rs.wasNull() ? null : tenant;
+    return new ClaimQueries.Claimed(rs.getLong(TASK.ID.getName()), rs.getString(TASK.KIND.getName()),
+        rs.getString(TASK.QUEUE.getName()), JSONB.valueOf(rs.getString(TASK.PAYLOAD.getName())), tenantId,
+        rs.getString(TENANT_NAME), rs.getInt(TASK.ATTEMPT.getName()), rs.getInt(TASK.MAX_ATTEMPTS.getName()),
+        instant(rs, TASK.RUN_AT.getName()), instant(rs, TASK.ATTEMPTED_AT.getName()),
+        rs.getString(TASK.TRACE_PARENT.getName()));
+  }
+
+  /** Whether the current row names a claimed task (the claim-and-start's one row without a claim has none). */
+  static boolean hasTask(ResultSet rs) throws SQLException {
+    rs.getLong(TASK.ID.getName());
+    return !rs.wasNull();
+  }
+
+  /** How many rows the claim's locking select returned. */
+  static int lockedRows(ResultSet rs) throws SQLException {
+    return rs.getInt(LOCKED_ROWS);
+  }
+
+  /** The id of the claim's head (its first transactional task), or null without one. */
+  static Long headId(ResultSet rs) throws SQLException {
+    long head = rs.getLong(HEAD_ID);
+    return rs.wasNull() ? null : head;
+  }
+
+  private static Instant instant(ResultSet rs, String column) throws SQLException {
+    return rs.getObject(column, OffsetDateTime.class).toInstant();
+  }
+
+  /** Moves to the claim's result set, past the update counts of the statements sent before it. */
+  static void firstResultSet(PreparedStatement ps) throws SQLException {
+    boolean resultSet = ps.execute();
+    while (!resultSet) {
+      if (ps.getUpdateCount() == -1) {
+        throw new IllegalStateException("the claim returned no result set");
+      }
+      resultSet = ps.getMoreResults();
+    }
+  }
+}

@@ -1,0 +1,284 @@
+package dev.pgtask.internal.sql;
+
+import static dev.pgtask.internal.sql.gen.Tables.PAUSED_QUEUE;
+import static dev.pgtask.internal.sql.gen.Tables.TASK;
+import static dev.pgtask.internal.sql.gen.Tables.TENANT;
+
+import dev.pgtask.internal.sql.gen.enums.TaskState;
+import dev.pgtask.internal.sql.gen.tables.PausedQueue;
+import dev.pgtask.internal.sql.gen.tables.Task;
+import java.util.ArrayList;
+import java.util.List;
+import org.jooq.CommonTableExpression;
+import org.jooq.Condition;
+import org.jooq.Field;
+import org.jooq.Record1;
+import org.jooq.Record3;
+import org.jooq.Table;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.jooq.types.DayToSecond;
+
+/**
+ * The claim's statements, built once per queue count and bounds (their execution and the reading
+ * of their rows are {@link ClaimQueries}' and {@link ClaimRows}').
+ *
+ * <p>Protocol: a CTE selects claimable rows of the worker's queues and kinds in claim order
+ * (priority, run_at, id) with {@code LIMIT n FOR UPDATE SKIP LOCKED}: rows locked by another
+ * claimer are skipped, never waited on. The LIMIT sits inside the CTE so the planner cannot
+ * re-evaluate it and lock more rows. Tenants that already have a running task are excluded before
+ * the LIMIT (inside the locking select), so the claim never locks rows it then throws away; of the
+ * locked rows it keeps at most one per tenant; a paused queue's tasks are not selected
+ * (see {@link #unlessPaused}); the kept rows are marked running with attempt + 1,
+ * owner and a lease from the database clock. The short claim transaction then commits. It starts
+ * with {@link TaskSql#GENERIC_PLAN}; BEGIN, that, the claim and COMMIT go in one round trip.
+ *
+ * <p>Into an idle worker, {@link #claimAndStartPipeline} sends the claim together with the start of
+ * its first transactional task: {@link TaskSql#GENERIC_PLAN}, claim, COMMIT, BEGIN, and that task's
+ * re-lock, in one round trip.
+ */
+final class ClaimStatements {
+
+  private ClaimStatements() {}
+
+  /**
+   * What the claim statements share: the locking CTE, which rows to take, the CTE's row count, and
+   * the spill (see {@link #spill}).
+   */
+  private record ClaimParts(CommonTableExpression<Record3<Long, Integer, Integer>> locked, Condition picked,
+      Field<Integer> lockedCount, Field<Integer> spill) {}
+
+  private static ClaimParts claimParts(int queueCount) {
+    Task c = TASK.as("c");
+    // every parameter that feeds a row estimate sits behind a sub-select: a custom plan then costs
+    // the same as the generic one and the server keeps the generic plan. With the values visible, a
+    // kind missing from the statistics made every custom plan look cheaper, and the server planned
+    // the claim on every execution (half a millisecond, more than running it)
+    Condition queueCondition;
+    if (queueCount == 1) {
+      // one queue: the claimable index returns its rows in claim order, no sort
+      queueCondition = c.QUEUE.eq(unlessPaused(0));
+    } else {
+      List<Field<String>> qs = new ArrayList<>();
+      for (int i = 0; i < queueCount; i++) {
+        qs.add(unlessPaused(i));
+      }
+      queueCondition = c.QUEUE.in(qs);
+    }
+    Task running = TASK.as("r");
+    // a tenant with a task running anywhere is passed over before the LIMIT: a row locked here and
+    // dropped afterwards made the claim return fewer tasks than it locked, and the producer, seeing
+    // a full claim, claimed again at once, thousands of times a second, never reaching the due
+    // tasks behind those rows. Its generic plan (EXPLAIN, 25,000 claimable rows over 500 tenants)
+    // reads the running tasks once through task_running_idx into a hashed sub-plan: a cost that
+    // grows with the tasks running at once, not with the backlog.
+    Condition tenantIdle = c.TENANT_ID.isNull()
+        .or(DSL.notExists(DSL.selectOne().from(running)
+            .where(running.TENANT_ID.eq(c.TENANT_ID))
+            .and(running.BLOCKED.isFalse())
+            .and(running.STATE.eq(DSL.inline(TaskState.running)))));
+
+    CommonTableExpression<Record3<Long, Integer, Integer>> locked = DSL.name("locked").as(
+        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY)
+            .from(c)
+            .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
+            .and(c.BLOCKED.isFalse())
+            .and(queueCondition)
+            .and(c.RUN_AT.le(DSL.currentInstant()))
+            .and(tenantIdle)
+            // the cast makes it an array-valued expression: ANY ((SELECT ...)) would read as ANY (sub-query)
+            .and(c.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("kinds", String[].class)))
+                .cast(SQLDataType.VARCHAR.array()))))
+            // the claim's commit need not wait for its WAL flush: if the server loses it, the tasks
+            // are simply unclaimed again, and nothing the attempt does can commit before the claim
+            // is durable (its own commit flushes the WAL up to and including the claim)
+            .and(DSL.field(DSL.select(DSL.function("set_config", SQLDataType.CLOB,
+                DSL.inline("synchronous_commit"), DSL.inline("off"), DSL.inline(true)))).isNotNull())
+            .orderBy(c.PRIORITY, c.RUN_AT, c.ID)
+            .limit(DSL.field(DSL.select(DSL.param("limit", Integer.class))))
+            .forUpdate()
+            .skipLocked());
+    Field<Long> lId = locked.field(c.ID);
+    Field<Integer> lTenant = locked.field(c.TENANT_ID);
+
+    // at most one task per tenant: two due heads of one tenant (in two queues, or a head due
+    // before the tenant's other head) can be locked by one claim; the tenant's lock would turn
+    // the second away
+    Field<Integer> rank = DSL.rowNumber().over(DSL.partitionBy(DSL.coalesce(lTenant.cast(Long.class), lId.neg()))
+        .orderBy(locked.field(c.PRIORITY), lId));
+    var ranked = DSL.select(lId.as("id"), lTenant.as("tenant_id"), rank.as("rn"))
+        .from(locked)
+        .asTable("ranked");
+    Field<Long> rId = ranked.field("id", Long.class);
+    var picked = DSL.select(rId)
+        .from(ranked)
+        .where(ranked.field("rn", Integer.class).eq(DSL.inline(1)));
+    Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
+
+    // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
+    return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount,
+        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount));
+  }
+
+  /**
+   * Whether a task other than {@code taken} is claimable in the worker's queues (see {@link #spill}):
+   * the first such task in claim order, so the server reads the claimable index as the claim does
+   * (a plan free to stop at any matching row chose a sequential scan of the table).
+   */
+  private static Condition claimableBeyond(Field<Long[]> taken, int queueCount) {
+    Task p = TASK.as("spill_probe");
+    Task running = TASK.as("spill_running");
+    return DSL.field(DSL.select(p.ID).from(p)
+        .where(p.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
+        .and(p.BLOCKED.isFalse())
+        .and(probeQueues(p, queueCount))
+        .and(p.RUN_AT.le(DSL.currentInstant()))
+        .and(p.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("spill_kinds", String[].class)))
+            .cast(SQLDataType.VARCHAR.array()))))
+        .and(p.TENANT_ID.isNull().or(DSL.notExists(DSL.selectOne().from(running)
+            .where(running.TENANT_ID.eq(p.TENANT_ID))
+            .and(running.BLOCKED.isFalse())
+            .and(running.STATE.eq(DSL.inline(TaskState.running))))))
+        .and(p.ID.ne(DSL.all(taken)))
+        .orderBy(p.PRIORITY, p.RUN_AT, p.ID)
+        .limit(DSL.inline(1))).isNotNull();
+  }
+
+  /**
+   * The claim a worker makes after its own hand-offs (with {@code spill}) may leave claimable
+   * tasks behind that the other workers do not know of: a worker's completions wake only itself for
+   * what they hand on in its queues (db/R__02a_wakeup.sql), and it may hand on more than it
+   * has room for. When such a claim locks as many rows as it asked for and finds a claimable task
+   * beyond them (the claim's conditions, its queues' pauses aside), it notifies each of the
+   * worker's queues, sent with its commit, so idle workers claim too. A claim that came back short,
+   * or took the last task, sends nothing: with small rooms (a worker of concurrency 4 with 3 tasks
+   * running claims 1) a notification for every full claim woke every idle worker for nothing; and
+   * every other claim sends nothing, because whatever made its tasks claimable notified everyone
+   * (a notification per full claim in a drain halved plain mode's throughput). Without {@code
+   * spill} the threshold is out of reach and the probe never runs. An uncorrelated scalar
+   * sub-select: the server evaluates it once per claim (an InitPlan), not per returned row.
+   * Returns the count notified.
+   */
+  private static Field<Integer> spill(Field<Integer> lockedCount, Field<Long[]> taken, int queueCount) {
+    return DSL.field("(SELECT count(*) FROM (SELECT pg_notify('pgtask', q.q) FROM unnest({0}) AS q(q)"
+        + " WHERE {1}) AS s)::integer", SQLDataType.INTEGER,
+        DSL.field(DSL.select(DSL.param("spill_queues", String[].class))).cast(SQLDataType.VARCHAR.array()),
+        DSL.field(DSL.select(DSL.when(lockedCount.ge(DSL.param("spill_at", Integer.class)),
+            DSL.field(claimableBeyond(taken, queueCount))).otherwise(DSL.inline(false)))));
+  }
+
+  /** The probe's queue condition, shaped as the claim's (one queue: equality, so no sort). */
+  private static Condition probeQueues(Task p, int queueCount) {
+    List<Field<String>> qs = new ArrayList<>();
+    for (int i = 0; i < queueCount; i++) {
+      qs.add(DSL.field(DSL.select(DSL.param("probe_queue" + i, String.class))));
+    }
+    return queueCount == 1 ? p.QUEUE.eq(qs.get(0)) : p.QUEUE.in(qs);
+  }
+
+  /**
+   * The worker's queue number {@code i}, or NULL (which matches no task) while that queue is paused:
+   * {@code (SELECT q.v FROM (SELECT :queue_i AS v) q WHERE NOT EXISTS (SELECT 1 FROM
+   * pgtask.paused_queue p WHERE p.queue = q.v))}. Uncorrelated, so the server runs it once per claim
+   * (an InitPlan) before the index scan, which stays the same scan of the claimable index: the pause
+   * costs the claim one primary-key probe per queue. Read in the claim's own statement, a pause
+   * holds for every claim that starts after it commits, on every worker, however late it starts.
+   */
+  private static Field<String> unlessPaused(int i) {
+    Table<Record1<String>> q = DSL.select(DSL.param("queue" + i, String.class).as("v")).asTable("q" + i);
+    Field<String> v = q.field("v", String.class);
+    PausedQueue p = PAUSED_QUEUE.as("p" + i);
+    return DSL.field(DSL.select(v).from(q).whereNotExists(DSL.selectOne().from(p).where(p.QUEUE.eq(v))));
+  }
+
+  /** The claim's update: marks the picked rows running, with attempt + 1, owner and lease. */
+  private static org.jooq.UpdateConditionStep<dev.pgtask.internal.sql.gen.tables.records.TaskRecord> claimUpdate(
+      org.jooq.UpdateSetFirstStep<dev.pgtask.internal.sql.gen.tables.records.TaskRecord> update, ClaimParts p) {
+    return update
+        .set(TASK.STATE, DSL.inline(TaskState.running))
+        .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
+        .set(TASK.OWNER, DSL.param("owner", String.class))
+        .set(TASK.ATTEMPTED_AT, DSL.currentInstant())
+        .set(TASK.LEASE_UNTIL, DSL.currentInstant().plus(DSL.param("lease", DayToSecond.class)))
+        .where(p.picked());
+  }
+
+  /** The tenant's name, from the registry's primary key: no extra round trip per new tenant. */
+  static Field<String> tenantName() {
+    return DSL.field(DSL.select(TENANT.NAME).from(TENANT).where(TENANT.ID.eq(TASK.TENANT_ID)));
+  }
+
+  /**
+   * The plain claim for {@code queueCount} queues, within {@code bounds}: BEGIN, the bounds,
+   * {@link TaskSql#TaskSql.GENERIC_PLAN}, the claim (its rows read with {@link ClaimRows}), COMMIT.
+   */
+  static PreparedQuery claimQuery(int queueCount, TxBounds bounds) {
+    ClaimParts p = claimParts(queueCount);
+    return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
+        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount().as(ClaimRows.LOCKED_ROWS),
+            tenantName().as(ClaimRows.TENANT_NAME), TASK.TRACE_PARENT, p.spill().as("spilled")))
+        .precededBy(bounds.setLocalSql() + ";\n" + TaskSql.GENERIC_PLAN).followedBy("COMMIT");
+  }
+
+  /** {@code setval(sequence, value, true)}: sets this session's currval(), outside any transaction. */
+  private static Field<Long> setval(String sequence, Field<? extends Number> value) {
+    return DSL.function("setval", SQLDataType.BIGINT, DSL.field("{0}::regclass", Object.class, DSL.inline(sequence)),
+        value, DSL.inline(true));
+  }
+
+  /**
+   * The claim as a data-modifying CTE, which also picks its head (the first transactional task in
+   * claim order) and hands its id and attempt to the re-lock through this session's currval() of
+   * {@link TaskSql#HEAD_ID_SEQUENCE} and {@link TaskSql#HEAD_ATTEMPT_SEQUENCE} (0 and 0 without a head). They are
+   * set whatever the claim took (the head CTE always yields its one row), so the re-lock never
+   * reads a value left by an earlier claim; being sequence values, not settings, no transaction's
+   * end or rollback changes them and nothing is left to clear. Its columns are named as the plain
+   * claim's (a row with a NULL id when nothing was claimed), with the head's id ({@link ClaimRows#HEAD_ID}).
+   */
+  private static PreparedQuery claimAndStartQuery(int queueCount) {
+    ClaimParts p = claimParts(queueCount);
+    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p)
+        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, TASK.ATTEMPT,
+            TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as(ClaimRows.TENANT_NAME),
+            TASK.TRACE_PARENT));
+    Field<String[]> plainKinds = DSL.field(DSL.select(DSL.param("plain_kinds", String[].class)))
+        .cast(SQLDataType.VARCHAR.array());
+    var headTask = DSL.name("head_task").as(DSL.select(claimed.field(TASK.ID), claimed.field(TASK.ATTEMPT))
+        .from(claimed)
+        // plain-mode kinds run outside any transaction, except tasks with a tenant
+        .where(claimed.field(TASK.TENANT_ID).isNotNull().or(claimed.field(TASK.KIND).ne(DSL.all(plainKinds))))
+        .orderBy(claimed.field(TASK.PRIORITY), claimed.field(TASK.RUN_AT), claimed.field(TASK.ID))
+        .limit(DSL.inline(1)));
+    Field<Long> headId = DSL.field(DSL.select(headTask.field(TASK.ID)).from(headTask));
+    Field<Integer> headAttempt = DSL.field(DSL.select(headTask.field(TASK.ATTEMPT)).from(headTask));
+    var head = DSL.name("head").as(DSL.select(
+        setval(TaskSql.HEAD_ID_SEQUENCE, DSL.coalesce(headId, DSL.inline(0L))).as("head_id_set"),
+        setval(TaskSql.HEAD_ATTEMPT_SEQUENCE, DSL.coalesce(headAttempt, DSL.inline(0))).as("head_attempt_set"),
+        headId.as(ClaimRows.HEAD_ID), p.spill().as("spilled")));
+    return PreparedQuery.of(DSL.with(p.locked(), claimed, headTask, head)
+        .select(claimed.field(TASK.ID), claimed.field(TASK.KIND), claimed.field(TASK.QUEUE),
+            claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
+            claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
+            p.lockedCount().as(ClaimRows.LOCKED_ROWS), claimed.field(ClaimRows.TENANT_NAME, String.class),
+            head.field(ClaimRows.HEAD_ID, Long.class),
+            head.field("head_id_set", Long.class), head.field("head_attempt_set", Long.class),
+            claimed.field(TASK.TRACE_PARENT), head.field("spilled", Integer.class))
+        .from(head)
+        .leftJoin(claimed).on(DSL.trueCondition()));
+  }
+
+  /**
+   * The claim-and-start for {@code queueCount} queues, within {@code bounds}: the claim as
+   * {@link #claimAndStartQuery}, COMMIT, BEGIN, and the re-lock of its head
+   * ({@link ExecuteQueries#LOCK_CLAIM_HEAD}) with its savepoint.
+   */
+  static PreparedQuery claimAndStartPipeline(int queueCount, TxBounds bounds) {
+    // the claim's transaction and the task's each bounded before its first statement; the re-lock
+    // waits for its row at most the re-lock bound, the handler then runs with the default lock_timeout
+    return claimAndStartQuery(queueCount).precededBy(bounds.setLocalSql() + ";\n" + TaskSql.GENERIC_PLAN)
+        .followedBy("COMMIT").followedBy("BEGIN").followedBy(bounds.forRelock().setLocalSql())
+        .followedBy(ExecuteQueries.LOCK_CLAIM_HEAD).followedBy(TxBounds.AFTER_RELOCK).followedBy(TaskSql.SAVEPOINT);
+  }
+
+}
