@@ -3,7 +3,7 @@
 -- side is the package dev.pgtask.internal.wakeup (the payload format, decoded by the worker's
 -- listener: WakePayload; the spill after a worker's own hand-offs and its hold-back: Spills,
 -- SpillPolicy; the due-time timer: DueTimer). Outside this file only these notify: a worker's
--- claim after its own hand-offs (the spill, ClaimQueries) and its owed spill
+-- claim after its own hand-offs (the spill, ClaimStatements) and its owed spill
 -- (IdleQueries.notifyIfClaimable); pgtask.resume_queue ("<queue>", R__05b); and, on channel
 -- pgtask_control, pgtask.cancel_task ("cancel <task id> <attempt>", R__04) and
 -- pgtask.notify_schedules ("schedules", R__05a). The tenant hand-offs (R__02) call
@@ -31,7 +31,7 @@
 -- handed on by a failure or a cancellation, SQL by hand; see pgtask.task_after_put_back). A
 -- running task whose retry, snooze or deferral is due later is claimed by its own worker's timer,
 -- and by the others' polls if that worker stops first. A claim that comes back full notifies its
--- queues (ClaimQueries, the spill), so a worker that cannot take all it made claimable calls the
+-- queues (ClaimStatements, the spill), so a worker that cannot take all it made claimable calls the
 -- others in.
 
 
