@@ -11,9 +11,9 @@ import java.util.function.LongSupplier;
  *
  * <p>The spill: a worker's completions wake only itself for what they hand on in its queues
  * (db/R__02a_wakeup.sql), so the claim after such a hand-off notifies its queues when it comes back
- * full and leaves a claimable task behind ({@code ClaimStatements}, the claim's spill). It is held back when this worker
- * heard a notification of its queues, or sent a spill itself, less than {@link #QUIET_NANOS} ago:
- * every idle worker of the queue heard that too and claimed, and on a busy cluster nearly every claim
+ * full and leaves a claimable task behind ({@code ClaimStatements}, the claim's spill). It is held
+ * back when this worker heard a notification of its queues, or sent a spill itself, less than
+ * {@link #QUIET_NANOS} ago: every idle worker of the queue heard that too and claimed, and on a busy cluster nearly every claim
  * after a hand-off is full; a spill for each would signal every listening session of the database
  * for each (with 64 workers, about 60 times a second, each waking 64 sessions). A held-back spill
  * whose claim comes back full is owed: a quiet interval after the last call of its queues (plus a
