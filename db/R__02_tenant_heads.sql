@@ -1,4 +1,7 @@
--- Tenant-fair scheduling (see docs/how-it-works.md) and wake-ups.
+-- Tenant-fair scheduling (see docs/how-it-works.md). The wake-ups the hand-offs send (which
+-- queues, which payloads, which are left to the completing worker) are db/R__02a_wakeup.sql's:
+-- pgtask.wake_queues for promoted heads, pgtask.wake_due_heads for the heads a tenant's stopped
+-- task held back (inlined in pgtask.task_after_update_heads, see there).
 --
 -- Heads are per tenant AND queue: in each queue, a tenant has one "head" task that may be claimed
 -- or run; its other queued tasks in that queue wait (blocked) and are handed the head in turn. A
@@ -167,11 +170,7 @@ BEGIN
     PERFORM pgtask.promote_tenants(p_tenants, p_queues);
   END IF;
   IF p_stopped IS NOT NULL THEN
-    PERFORM pg_notify('pgtask', d.queue)
-    FROM (SELECT DISTINCT h.queue FROM pgtask.task h
-          WHERE h.tenant_id = ANY (p_stopped) AND NOT h.blocked
-            AND h.state IN ('available', 'retryable') AND h.run_at <= clock_timestamp()) d
-    WHERE NOT coalesce(strpos(current_setting('pgtask.worker_queues', true), ',' || d.queue || ',') > 0, false);
+    PERFORM pgtask.wake_due_heads(p_stopped);
   END IF;
 END
 $$;
@@ -277,6 +276,7 @@ BEGIN
       PERFORM pgtask.wake_queues(v_woken, v_run_ats);
     END IF;
   END IF;
+  -- pgtask.wake_due_heads (db/R__02a_wakeup.sql) inline, for the same reason: keep the two alike
   IF v_stopped IS NOT NULL THEN
     PERFORM pg_notify('pgtask', d.queue)
     FROM (SELECT DISTINCT h.queue FROM pgtask.task h
@@ -329,41 +329,6 @@ CREATE TRIGGER task_after_update_head_nested
          OR NEW.queue <> OLD.queue))
   EXECUTE FUNCTION pgtask.task_after_update_head_nested();
 
--- Tasks an UPDATE put (back) in a queue wake it, as pgtask.wake_queues wakes promoted heads: a
--- running task due again now (put back by a stopping worker, rescued, retried at once), or a
--- queued one that was not waiting in that queue by then (retried by an operator, moved earlier by
--- pgtask.update_task, moved to another queue). A running task due later (a retry's backoff, a
--- snooze, a deferral) sends nothing: its worker's own timer claims it then, and a notification to
--- every session for each failure would cost more than the next poll saves. A row trigger whose
--- WHEN clause the server evaluates without calling any function: claims, completions and lease
--- renewals leave no row claimable and make no call. Measured on a drain of tasks without a tenant
--- in batches of 32 (a claim and a completion per batch): about 0.5 us per updated row, within
--- the noise of the machine; the same test as a query in the statement trigger cost 21 us per
--- statement. A promotion (blocked to head, inside the hand-off triggers) has pgtask.wake_queues
--- called for it already, and a task put back by an UPDATE inside a trigger of an application is
--- found by the next poll.
-CREATE OR REPLACE FUNCTION pgtask.task_after_put_back() RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-BEGIN
-  PERFORM pgtask.wake_queues(ARRAY[NEW.queue], ARRAY[NEW.run_at]);
-  RETURN NULL;
-END
-$$;
-
-DROP TRIGGER IF EXISTS task_after_put_back ON pgtask.task;
-CREATE TRIGGER task_after_put_back
-  AFTER UPDATE ON pgtask.task
-  FOR EACH ROW WHEN (
-    NEW.state IN ('available', 'retryable') AND NOT NEW.blocked
-    AND CASE WHEN OLD.state = 'running' THEN NEW.run_at <= clock_timestamp()
-             ELSE OLD.state NOT IN ('available', 'retryable') OR OLD.blocked OR OLD.queue <> NEW.queue
-                  OR OLD.run_at > NEW.run_at END
-    AND (pg_trigger_depth() = 0 OR NOT OLD.blocked))
-  EXECUTE FUNCTION pgtask.task_after_put_back();
-
 -- Deletes of heads are rare (retention deletes finished tasks, which the trigger's WHEN skips):
 -- a row trigger, calling the one hand-off function.
 CREATE OR REPLACE FUNCTION pgtask.task_after_head_change() RETURNS trigger
@@ -385,93 +350,3 @@ CREATE TRIGGER task_after_delete_head
     OLD.tenant_id IS NOT NULL AND NOT OLD.blocked
     AND OLD.state IN ('available', 'retryable', 'running'))
   EXECUTE FUNCTION pgtask.task_after_head_change();
-
--- ---------------------------------------------------------------------------------------------
--- Wake-ups on channel pgtask. Payload "<queue>": a task of that queue is due now. Payload
--- "<queue> <ms>": the earliest of the statement's tasks in that queue is due in <ms> milliseconds
--- (from the trigger, by the database clock; queue names have no spaces): a worker sets its one
--- due-time timer, so a delayed task starts on time, not at the next poll. The delay is relative,
--- so a worker whose clock differs from the server's still fires no earlier than the task is due
--- (the notification arrives after the trigger ran). PostgreSQL folds identical (channel,
--- payload) pairs of one transaction into one notification.
---
--- A worker's own hand-offs wake only itself. The statement with which a worker completes its
--- tasks sets the transaction-local pgtask.worker_queues to its queues (',q1,q2,'), and wakes its
--- own claim in-process after the commit. A tenant's next task, or a head its running task held
--- back, that such a completion makes claimable in one of those queues sends no "<queue>"
--- notification: every listening session of the database would be signalled, and every idle
--- worker would claim, for one task that its own worker takes anyway (with 64 workers, a quarter
--- of the server's CPU went to delivering them). Every other path still notifies: other queues,
--- "due later" payloads, and every statement without the setting that makes a task claimable (a
--- task put back or rescued, a retry due at once, an operator's retry or update, a tenant's head
--- handed on by a failure or a cancellation, SQL by hand; see pgtask.task_after_put_back). A
--- running task whose retry, snooze or deferral is due later is claimed by its own worker's timer,
--- and by the others' polls if that worker stops first. A claim that comes back full notifies its queues
--- (ClaimQueries), so a worker that cannot take all it made claimable calls the others in.
--- ---------------------------------------------------------------------------------------------
-
--- Wakes the queues of tasks that became claimable (parallel arrays): one notification per queue
--- with a task due now (none for a queue of the completing worker, see above), and one per queue
--- for its earliest later task.
-CREATE OR REPLACE FUNCTION pgtask.wake_queues(p_queues text[], p_run_ats timestamptz[]) RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-SET enable_seqscan = off
-SET jit = off
-AS $$
-DECLARE
-  v record;
-  v_own text := current_setting('pgtask.worker_queues', true);
-BEGIN
-  FOR v IN SELECT x.queue, bool_or(x.run_at <= clock_timestamp()) AS due_now,
-                  min(x.run_at) FILTER (WHERE x.run_at > clock_timestamp() AND isfinite(x.run_at)) AS next_at
-           FROM unnest(p_queues, p_run_ats) AS x(queue, run_at)
-           GROUP BY x.queue LOOP
-    IF v.due_now AND NOT coalesce(strpos(v_own, ',' || v.queue || ',') > 0, false) THEN
-      PERFORM pg_notify('pgtask', v.queue);
-    END IF;
-    IF v.next_at IS NOT NULL THEN
-      PERFORM pg_notify('pgtask', v.queue || ' '
-                        || ceil(extract(epoch FROM v.next_at - clock_timestamp()) * 1000)::bigint);
-    END IF;
-  END LOOP;
-END
-$$;
-
--- The insert statement's wake-ups, as pgtask.wake_queues sends them, grouped straight from the
--- transition table: building two arrays of every inserted row to unnest them again cost a batch
--- of 10,000 tasks about as much as the rest of the trigger's work. One clock reading decides
--- which tasks are due now.
-CREATE OR REPLACE FUNCTION pgtask.task_after_insert_notify() RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-SET enable_seqscan = off
-SET jit = off
-AS $$
-DECLARE
-  v record;
-  v_now timestamptz := clock_timestamp();
-BEGIN
-  FOR v IN SELECT n.queue, bool_or(n.run_at <= v_now) AS due_now,
-                  min(n.run_at) FILTER (WHERE n.run_at > v_now AND isfinite(n.run_at)) AS next_at
-           FROM new_tasks n
-           WHERE NOT n.blocked
-           GROUP BY n.queue LOOP
-    IF v.due_now THEN
-      PERFORM pg_notify('pgtask', v.queue);
-    END IF;
-    IF v.next_at IS NOT NULL THEN
-      PERFORM pg_notify('pgtask', v.queue || ' '
-                        || ceil(extract(epoch FROM v.next_at - clock_timestamp()) * 1000)::bigint);
-    END IF;
-  END LOOP;
-  RETURN NULL;
-END
-$$;
-
-DROP TRIGGER IF EXISTS task_after_insert_notify ON pgtask.task;
-CREATE TRIGGER task_after_insert_notify
-  AFTER INSERT ON pgtask.task
-  REFERENCING NEW TABLE AS new_tasks
-  FOR EACH STATEMENT
-  EXECUTE FUNCTION pgtask.task_after_insert_notify();

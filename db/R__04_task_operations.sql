@@ -48,7 +48,8 @@ $$;
 -- under the task's locks: returns 'cancel_requested' (watch the task's state). A task marked running whose worker holds no lock on it (a plain-mode handler,
 -- which runs outside any transaction, or a task claimed and not started yet) is cancelled at once,
 -- and its worker is told too, so that it interrupts the handler; the worker's fenced statements
--- then find nothing to change.
+-- then find nothing to change. The payload "cancel <task id> <attempt>" is the one the worker's
+-- listener decodes (dev.pgtask.internal.wakeup.WakePayload; db/R__02a_wakeup.sql has the others).
 CREATE OR REPLACE FUNCTION pgtask.cancel_task(task_id bigint) RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp

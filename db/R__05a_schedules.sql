@@ -363,6 +363,7 @@ $$;
 
 -- Tells the workers' schedulers that the schedules changed (a hint: they re-read the next due
 -- time; anyone may send it, and it changes nothing by itself). Sent at commit, once per transaction.
+-- Payload as dev.pgtask.internal.wakeup.WakePayload decodes it.
 CREATE OR REPLACE FUNCTION pgtask.notify_schedules() RETURNS void
 LANGUAGE sql
 SET search_path = pg_catalog, pg_temp

@@ -41,8 +41,8 @@ BEGIN
 END
 $$;
 
--- Resumes a queue: 'resumed' (and its workers are woken, as by an enqueue: they claim at once), or
--- 'not_paused'.
+-- Resumes a queue: 'resumed' (and its workers are woken, as by an enqueue: they claim at once, by
+-- the payload "<queue>" of db/R__02a_wakeup.sql), or 'not_paused'.
 CREATE OR REPLACE FUNCTION pgtask.resume_queue(queue text) RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp

@@ -1,6 +1,6 @@
 package dev.pgtask;
 
-import dev.pgtask.internal.LocalWake;
+import dev.pgtask.internal.wakeup.LocalWake;
 import dev.pgtask.internal.sql.EnqueueQueries;
 import dev.pgtask.internal.sql.Sql;
 import java.sql.Connection;

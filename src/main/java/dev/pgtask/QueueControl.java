@@ -1,7 +1,7 @@
 package dev.pgtask;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.pgtask.internal.LocalWake;
+import dev.pgtask.internal.wakeup.LocalWake;
 import dev.pgtask.internal.sql.QueueControlQueries;
 import dev.pgtask.ops.PgTaskOperations;
 import java.util.List;

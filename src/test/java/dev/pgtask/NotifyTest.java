@@ -3,6 +3,7 @@ package dev.pgtask;
 import static dev.pgtask.SqlEnqueueTest.exec;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pgtask.internal.wakeup.WakePayload;
 import dev.pgtask.testsupport.NotificationFence;
 import dev.pgtask.testsupport.TestDatabase;
 import java.sql.Connection;
@@ -243,6 +244,44 @@ class NotifyTest {
       assertThat(notificationsUntilFence()).as("notifications for a task moved into another queue")
           .containsExactly("pgtask:moved-q");
     }
+  }
+
+  /**
+   * The payloads the database sends (db/R__02a_wakeup.sql, cancel_task, notify_schedules) are the
+   * ones the workers' codec decodes ({@code WakePayload}): none of them is dropped as not pgtask's.
+   */
+  @Test
+  void everyPayloadTheDatabaseSendsDecodesAsTheWorkersCodecReadsIt() throws Exception {
+    long id;
+    try (java.sql.Statement st = listener.createStatement()) {
+      st.execute("LISTEN pgtask_control");
+    }
+    try (Connection c = db.connect()) {
+      pgtask.enqueueAll(List.of(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("codec-q")),
+          NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("codec-q").withDelay(java.time.Duration.ofSeconds(4)))));
+      id = pgtask.enqueue(NewTask.of("k", Map.of(), TaskOptions.defaults().withQueue("codec-run")));
+      claim(c, id);
+      exec(c, "SELECT pgtask.cancel_task(" + id + ")"); // running, unlocked: cancelled, its worker told
+      exec(c, "SELECT pgtask.notify_schedules()");
+    }
+    List<WakePayload.Message> decoded;
+    try {
+      decoded = notificationsUntilFence().stream()
+          .map(n -> WakePayload.decode(n.substring(0, n.indexOf(':')), n.substring(n.indexOf(':') + 1))).toList();
+    } finally {
+      try (java.sql.Statement st = listener.createStatement()) {
+        st.execute("UNLISTEN pgtask_control");
+      }
+    }
+    assertThat(decoded).as("the database's notifications, decoded").doesNotContainNull().hasSize(5)
+        .contains(new WakePayload.DueNow("codec-q"), new WakePayload.DueNow("codec-run"), new WakePayload.Cancel(id),
+            new WakePayload.SchedulesChanged());
+    assertThat(decoded).filteredOn(m -> m instanceof WakePayload.DueLater).singleElement()
+        .satisfies(m -> {
+          WakePayload.DueLater later = (WakePayload.DueLater) m;
+          assertThat(later.queue()).isEqualTo("codec-q");
+          assertThat(later.delay()).isBetween(java.time.Duration.ofMillis(1), java.time.Duration.ofSeconds(4));
+        });
   }
 
   /** Marks a task running, as a worker's claim does. */

@@ -8,12 +8,13 @@ import dev.pgtask.internal.schedule.Scheduler;
 import dev.pgtask.PgTaskException;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.WorkerQueries;
+import dev.pgtask.internal.wakeup.Wakeups;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Wires the listener, producer, executor and maintenance of one worker, and runs its lifecycle. */
+/** Wires the listener, wake-ups, producer, executor and maintenance of one worker, and runs its lifecycle. */
 public final class WorkerRuntime {
 
   private static final Logger log = LoggerFactory.getLogger(WorkerRuntime.class);
@@ -32,39 +33,38 @@ public final class WorkerRuntime {
   private final WorkerStats stats = new WorkerStats();
   private final Executor executor;
   private final Producer producer;
+  private final Wakeups wakeups;
   private final Listener listener;
   private final Maintenance maintenance;
   private final Scheduler scheduler;
   private volatile boolean runScheduler = true;
   private final Object lifecycle = new Object();
-  private Runnable localWakeRegistration = () -> { };
   private boolean started;
   private boolean stopped;
 
   public WorkerRuntime(WorkerConfig config) {
     this.config = config;
     this.executor = new Executor(config, stats);
-    this.producer = new Producer(config, stats, executor);
-    executor.selfWake(producer::wakeForHandOff);
+    this.wakeups = new Wakeups(config);
+    this.producer = new Producer(config, stats, executor, wakeups);
+    executor.selfWake(wakeups.handOff());
     this.scheduler = new Scheduler(config.dataSource(), config.workerId());
+    wakeups.receiver().onCancel(executor::hint);
+    wakeups.receiver().onSchedulesChanged(scheduler::changed);
     // a reconnect: schedule changes notified while the listener was away are lost, read them again
-    this.listener = new Listener(config, producer::wake, executor::hint, () -> {
+    this.listener = new Listener(config, wakeups::wake, wakeups.receiver()::received, () -> {
       scheduler.changed();
       executor.checkHeldNow();
     });
-    listener.onSchedulesChanged(scheduler::changed);
     executor.listeningSince(listener::listeningSince);
-    executor.onDueIn(producer::dueIn);
-    listener.onDue(producer::dueIn);
-    this.maintenance = new Maintenance(config, stats, producer::wake, this::register);
+    executor.onDueIn(wakeups.timer()::dueIn);
+    this.maintenance = new Maintenance(config, stats, wakeups::wake, this::register);
     // an idle worker's poll and tick run on the listener's session while it listens
     listener.sessionWork(producer.sessionPoll());
     listener.sessionWork(maintenance.sessionTick());
     // and the leases of claimed tasks that wait: kept while the worker lives, whatever its pool can give
     listener.sessionWork(executor.sessionRenewal());
     producer.listening(() -> listener.listeningSince() != 0);
-    // whether a claim after a hand-off holds its spill back (Producer.holdSpill)
-    producer.lastQueueNotification(listener::lastQueueNotification);
   }
 
   public void start() {
@@ -90,7 +90,7 @@ public final class WorkerRuntime {
       producer.start();
       // also before the listener has connected: a cancellation it could not hear then is read
       // from pgtask.cancel_request when it does
-      localWakeRegistration = LocalWake.register(config.dataSource(), config.queues(), producer::wake);
+      wakeups.registerLocal();
       maintenance.start();
       if (runScheduler) {
         scheduler.start();
@@ -127,7 +127,7 @@ public final class WorkerRuntime {
   static final Duration UPCOMING_DUE_LOCK_WAIT = Duration.ofMillis(200);
 
   /**
-   * Arms the producer's due timer with the earliest due times of this worker's tasks that are not
+   * Arms the due timer with the earliest due times of this worker's tasks that are not
    * due yet: their enqueues' notifications were sent before this worker listened, so without this a
    * task delayed to a moment soon after a start (a deploy) would wait for the first poll. After the
    * listener listens (a task enqueued from then on is heard of), before the first claim. Bounded on
@@ -140,7 +140,7 @@ public final class WorkerRuntime {
           config.dataSource(), tx -> dev.pgtask.internal.sql.IdleQueries.upcomingDue(tx, config.queues(), config.kinds(),
               UPCOMING_DUE_READ));
       for (java.time.Duration d : due) {
-        producer.dueIn(d);
+        wakeups.timer().dueIn(d);
       }
     } catch (RuntimeException e) {
       log.warn("pgtask: reading the due times of delayed tasks at start failed ({}); the poll finds them",
@@ -158,7 +158,7 @@ public final class WorkerRuntime {
       // one deadline for the whole stop (shutdownTimeout): a claim stuck in flight (its tasks are put
       // back when it returns) or a starved pool must not add to it
       long deadline = System.nanoTime() + config.shutdownTimeout().toNanos();
-      localWakeRegistration.run();
+      wakeups.unregisterLocal();
       scheduler.stop(upTo(Duration.ofSeconds(5), deadline));
       if (!producer.stop(upTo(config.shutdownTimeout(), deadline))) {
         log.warn("pgtask worker {}: a claim is still in flight; its tasks are put back when it returns",
@@ -229,7 +229,7 @@ public final class WorkerRuntime {
 
   /** Wakes the producer as a notification would. */
   public void wake() {
-    producer.wake();
+    wakeups.wake();
   }
 
   /** Whether the LISTEN connection is connected and listening right now. */

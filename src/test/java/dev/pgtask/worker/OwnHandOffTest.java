@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
  * signalled, and every idle worker would claim, for a task this worker takes itself. Hand-offs
  * into a queue it does not serve, and those of a stopping worker, still notify; a claim that takes
  * all it asked for notifies its queues, so idle workers claim what it could not take; within a
- * quiet interval ({@code Producer.SPILL_QUIET_NANOS}, 100 ms) after a notification of the queue,
+ * quiet interval ({@code SpillPolicy.QUIET_NANOS}, 100 ms) after a notification of the queue,
  * which every idle worker heard too, it holds that notification back and sends it a quiet
  * interval later if a task is still claimable then: at most about one such notification per
  * quiet interval, whatever the number of workers.
@@ -43,7 +43,7 @@ import org.junit.jupiter.api.Test;
 class OwnHandOffTest {
 
   private static final Duration NO_POLL = Duration.ofMinutes(10);
-  private static final long QUIET = TimeUnit.MILLISECONDS.toNanos(100); // Producer.SPILL_QUIET_NANOS
+  private static final long QUIET = TimeUnit.MILLISECONDS.toNanos(100); // SpillPolicy.QUIET_NANOS
 
   TestDatabase db;
   HikariDataSource pool;

@@ -2,9 +2,9 @@ package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.HeldQueries;
-import dev.pgtask.internal.sql.CompletionQueries;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
+import dev.pgtask.internal.wakeup.HandOffWake;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,9 +14,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * How a task transaction ends: its COMMIT (with the hand-off wake-up of this worker's producer when
- * the completions handed a tenant's next task on in this worker's queues), the report of its tasks,
- * a COMMIT whose answer was lost checked against durable state, and recovery when the transaction
- * is lost: the culprit fails, every other task it carried runs again alone, in the same attempt.
+ * the completions handed a tenant's next task on in this worker's queues: {@link HandOffWake}), the
+ * report of its tasks, a COMMIT whose answer was lost checked against durable state, and recovery
+ * when the transaction is lost: the culprit fails, every other task it carried runs again alone, in
+ * the same attempt.
  *
  * <p>Runs on the executor thread that owns the transaction ({@link ExecutorThread#tx},
  * {@link ExecutorThread#alone}). {@link #selfWake} is written once by the worker's wiring before the
@@ -33,9 +34,7 @@ final class BatchCommit {
   private final Intake intake;
   private final TransactionalRun run;
   private final Stopping stop;
-  // CompletionQueries.WORKER_QUEUES_SETTING for this worker's completions
-  private final String workerQueues;
-  private volatile Runnable selfWake;
+  private volatile HandOffWake selfWake;
 
   BatchCommit(WorkerConfig config, Outcomes outcomes, OutcomeWriter writer, HeldTasks held, Intake intake,
       TransactionalRun run, Stopping stop) {
@@ -46,7 +45,6 @@ final class BatchCommit {
     this.intake = intake;
     this.run = run;
     this.stop = stop;
-    this.workerQueues = CompletionQueries.workerQueues(config.queues());
   }
 
   /**
@@ -54,7 +52,7 @@ final class BatchCommit {
    * queues without a notification (the producer's wake-up). Without it (a direct run, no
    * producer), every hand-off notifies.
    */
-  void selfWake(Runnable wake) {
+  void selfWake(HandOffWake wake) {
     this.selfWake = wake;
   }
 
@@ -66,9 +64,8 @@ final class BatchCommit {
     }
     w.tx = null;
     int done;
-    Runnable wake = selfWake;
-    // a stopping worker claims nothing more: its hand-offs notify the other workers
-    String own = wake != null && !stop.stopping ? workerQueues : "";
+    HandOffWake wake = selfWake;
+    String own = wake == null ? "" : wake.ownQueues(stop.stopping);
     try {
       done = tx.commit(tx.capacity == 1, own);
     } catch (SQLException e) {
@@ -94,17 +91,14 @@ final class BatchCommit {
       if (!(TransactionalRun.sessionLost(tx, e) && committedDespite(w, tx, e))) {
         transactionLost(w, tx, null, new TransactionLost(e, null, false));
       }
-      if (!own.isEmpty()) {
-        // the COMMIT may have reached the server with its answer lost: what it handed on was not
-        // notified, so claim (a claim that finds nothing costs one round trip)
-        wake.run();
+      if (wake != null) {
+        wake.commitAnswerLost(own);
       }
       return;
     }
-    if (!own.isEmpty() && handsOn(tx.completed)) {
-      // the commit sent no notification for what it handed on in this worker's queues; before the
-      // slots are freed, so the claim those free takes the hand-off's spill check with it
-      wake.run();
+    if (wake != null) {
+      // before the slots are freed, so the claim those free takes the hand-off's spill check with it
+      wake.committed(own, handsOn(tx.completed));
     }
     int i = 0;
     for (TaskTransaction.Run r : tx.completed) {

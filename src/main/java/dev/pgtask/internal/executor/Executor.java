@@ -137,7 +137,7 @@ public final class Executor extends Service {
    * queues without a notification (the producer's wake-up). Without it (a direct run, no
    * producer), every hand-off notifies.
    */
-  public void selfWake(Runnable wake) {
+  public void selfWake(dev.pgtask.internal.wakeup.HandOffWake wake) {
     batch.selfWake(wake);
   }
 

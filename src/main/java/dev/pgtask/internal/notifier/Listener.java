@@ -5,9 +5,8 @@ import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.BackendQueries;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.internal.sql.TxBounds;
+import dev.pgtask.internal.wakeup.WakePayload;
 import java.sql.Connection;
-import java.util.HashSet;
-import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -22,9 +21,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The worker's LISTEN connection: one dedicated session outside the pool.
  *
- * <p>Protocol: connect, check that notifications arrive on the session (a NOTIFY of its own sent
- * through the pool; none arrives through a transaction pooler: then warn once and stop, the worker
- * polls), name the session ({@code application_name = "pgtask listen <worker>"}),
+ * <p>Protocol: connect, check that notifications arrive on the session ({@link NotificationProbe}:
+ * a NOTIFY of its own sent through the pool; none arrives through a transaction pooler: then warn
+ * once and stop, the worker polls), name the session ({@code application_name = "pgtask listen <worker>"}),
  * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then run the on-listening callback (the
  * worker reads the cancel requests made while it was not listening) and wake the producer once
  * (anything sent while disconnected is lost, so poll). Wait for notifications until the next
@@ -35,31 +34,23 @@ import org.slf4j.LoggerFactory;
  * after a ping interval without any statement or notification send {@code SELECT 1}. A network
  * timeout on the connection bounds every statement, so a half-open socket is detected instead of
  * blocking forever. Any failure of the connection closes it and
- * reconnects with exponential backoff (100 ms to 5 s, jittered). Notifications on {@code pgtask}
- * carry a queue name: those of this worker's queues wake the producer; or a queue name and a delay
- * in milliseconds ({@code <queue> <ms>}, a task enqueued or handed on for later): those set the
- * producer's due-time timer. Notifications on
- * {@code pgtask_control} carry {@code cancel <task id> <attempt>}: only a hint (any role may
- * NOTIFY on any channel), passed on by task id; the worker verifies it against durable state.
+ * reconnects with exponential backoff (100 ms to 5 s, jittered). Every notification on
+ * {@code pgtask} and {@code pgtask_control} goes to the {@link Notifications} sink as it arrives
+ * (the wake-up protocol decodes and acts on it: {@code dev.pgtask.internal.wakeup}); this class
+ * reads none of them.
  *
  * <p>{@link #listeningSince()} says since when (System.nanoTime()) the LISTENs have been in place
  * without a break, or 0: a cancellation committed after that instant reaches this worker.
  */
 public final class Listener extends Service {
 
-  /** The channel producers notify; payload = queue name. */
-  public static final String CHANNEL = "pgtask";
-  /** The channel of operator commands to workers; payload = {@code cancel <task id> <attempt>}. */
-  public static final String CONTROL_CHANNEL = "pgtask_control";
-
   private static final Logger log = LoggerFactory.getLogger(Listener.class);
 
   private final WorkerConfig config;
   private final Runnable onWake;
-  private final CancelSink onCancel;
+  private final Notifications notifications;
   private final Runnable onListening;
-  private volatile java.util.function.Consumer<java.time.Duration> onDue = d -> { };
-  private final Set<String> queues;
+  private final NotificationProbe probe;
   private final AtomicLong reconnects = new AtomicLong();
   private final java.util.concurrent.ExecutorService networkTimeoutExecutor = Executors.newSingleThreadExecutor(r -> {
     Thread t = new Thread(r, "pgtask-listen-timeout");
@@ -73,54 +64,20 @@ public final class Listener extends Service {
   private BackendQueries.Backend current;
   private BackendQueries.Backend abandoned;
   private volatile long listeningSince;
-  private volatile Runnable onSchedulesChanged = () -> { };
-  // System.nanoTime() when the last "<queue>" notification of one of this worker's queues arrived (0: none)
-  private volatile long lastQueueNotification;
-
-  /** Receives "a task of one of this worker's queues is due in this long" (payload {@code <queue> <ms>}). */
-  public void onDue(java.util.function.Consumer<java.time.Duration> onDue) {
-    this.onDue = onDue;
-  }
-
-  private void dueLater(String millis) {
-    long ms;
-    try {
-      ms = Long.parseLong(millis);
-    } catch (NumberFormatException e) {
-      return; // not pgtask's (any role may NOTIFY on any channel): the poll still finds its tasks
-    }
-    // beyond a day the poll finds it long before; a negative delay means due now
-    if (ms <= 86_400_000L) {
-      onDue.accept(java.time.Duration.ofMillis(Math.max(0, ms)));
-    }
-  }
 
   /**
-   * {@code System.nanoTime()} when the last notification that one of this worker's queues has a task
-   * due now arrived on this session, or 0 when none has (see {@code Producer}, the spill).
-   */
-  public long lastQueueNotification() {
-    return lastQueueNotification;
-  }
-
-  /** Receives the cancellation hints sent on {@link #CONTROL_CHANNEL}. */
-  @FunctionalInterface
-  public interface CancelSink {
-    /** A notification named {@code taskId}: check it, do not trust it. */
-    void hint(long taskId);
-  }
-
-  /**
+   * {@code onWake} runs on the listener's thread once it listens (notifications sent while it did
+   * not are lost: poll) and after each failed connection attempt (keep polling while it is down).
    * {@code onListening} runs on the listener's thread each time both LISTENs are in place, before
    * the first notification is read; an exception from it is logged and the listener carries on.
    */
-  public Listener(WorkerConfig config, Runnable onWake, CancelSink onCancel, Runnable onListening) {
+  public Listener(WorkerConfig config, Runnable onWake, Notifications notifications, Runnable onListening) {
     super("pgtask-listen-" + config.workerId(), 1);
     this.config = config;
     this.onWake = onWake;
-    this.onCancel = onCancel;
+    this.notifications = notifications;
     this.onListening = onListening;
-    this.queues = new HashSet<>(config.queues());
+    this.probe = new NotificationProbe(config);
     this.bounds = config.transactionBounds();
   }
 
@@ -136,14 +93,6 @@ public final class Listener extends Service {
     }
     interruptThreads();
     networkTimeoutExecutor.shutdown();
-  }
-
-  /**
-   * {@code action} runs on the listener's thread when a {@code schedules} control notification
-   * arrives (a schedule was declared, changed, paused, resumed or removed; only a hint).
-   */
-  public void onSchedulesChanged(Runnable action) {
-    this.onSchedulesChanged = action;
   }
 
   /** Since when (System.nanoTime()) the LISTENs have been in place without a break; 0 while they are not. */
@@ -168,7 +117,9 @@ public final class Listener extends Service {
         c.setAutoCommit(true);
         DSLContext dsl = Sql.using(c);
         connection = c; // from here, stopping closes it
-        if (!receivesNotifications(c)) {
+        NotificationProbe.Result probed = probe.probe(c, this::isRunning);
+        if (probed != NotificationProbe.Result.HEARS) {
+          deaf = probed == NotificationProbe.Result.DEAF;
           return; // warned: the worker works by polling
         }
         // a session of its own (proven above): its autocommit statements are bounded too, each round
@@ -178,8 +129,8 @@ public final class Listener extends Service {
             DSL.val(truncate("pgtask listen " + config.workerId())), DSL.inline(false))).fetch();
         current = BackendQueries.current(dsl);
         endAbandoned(dsl);
-        dsl.query("LISTEN pgtask").execute();          // constant statements: channel names are
-        dsl.query("LISTEN pgtask_control").execute();  // fixed, never built from input
+        dsl.query("LISTEN " + WakePayload.CHANNEL).execute();          // constant statements: channel
+        dsl.query("LISTEN " + WakePayload.CONTROL_CHANNEL).execute();  // names are fixed, never input
         long since = System.nanoTime();
         if (!first) {
           reconnects.incrementAndGet();
@@ -220,28 +171,10 @@ public final class Listener extends Service {
             dsl.selectOne().fetch(); // health check after a quiet ping interval: fails on a dead socket
             heard = System.nanoTime();
           }
-          if (notes == null || notes.length == 0) {
-            continue;
-          }
-          boolean wake = false;
-          for (PGNotification n : notes) {
-            if (CHANNEL.equals(n.getName())) {
-              String payload = n.getParameter();
-              int space = payload.indexOf(' ');
-              if (space < 0) {
-                if (queues.contains(payload)) {
-                  wake = true;
-                  lastQueueNotification = now;
-                }
-              } else if (queues.contains(payload.substring(0, space))) {
-                dueLater(payload.substring(space + 1));
-              }
-            } else if (CONTROL_CHANNEL.equals(n.getName())) {
-              handleControl(n.getParameter());
+          if (notes != null) {
+            for (PGNotification n : notes) {
+              notifications.received(n.getName(), n.getParameter(), now);
             }
-          }
-          if (wake) {
-            onWake.run();
           }
         }
       } catch (Exception e) {
@@ -349,9 +282,6 @@ public final class Listener extends Service {
     return true;
   }
 
-  /** How long the start probe waits for its own notification. */
-  static final long PROBE_WAIT_MILLIS = 5_000;
-
   private volatile boolean deaf;
 
   /** Whether the start probe found that notifications do not arrive on the LISTEN connection (then it stopped). */
@@ -359,90 +289,11 @@ public final class Listener extends Service {
     return deaf;
   }
 
-  /**
-   * The probe, before anything of pgtask's is registered on the session: LISTEN on a channel of its
-   * own, NOTIFY it from the worker's pool, and wait for the notification here. On a real session it
-   * arrives in milliseconds. Through a transaction pooler the LISTEN went to a server session that
-   * went back to the pool after the statement, so the notification is delivered there (to
-   * whichever client holds that session then), never here: the worker says so once, unregisters
-   * what it can ({@code UNLISTEN *} lands on the pooler's most recently used session, which is
-   * most likely that one), and works by polling.
-   */
-  private boolean receivesNotifications(Connection c) throws Exception {
-    String channel = "pgtask_probe_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
-    DSLContext dsl = Sql.using(c);
-    dsl.query("LISTEN " + channel).execute(); // the channel is built from digits and letters only
-    try (Connection notifier = config.dataSource().getConnection()) {
-      notifier.setAutoCommit(true);
-      Sql.using(notifier).select(DSL.function("pg_notify", SQLDataType.CLOB, DSL.val(channel), DSL.val("probe"))).fetch();
-    }
-    PGConnection pg = c.unwrap(PGConnection.class);
-    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(PROBE_WAIT_MILLIS);
-    while (isRunning()) {
-      long left = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-      if (left <= 0) {
-        break;
-      }
-      PGNotification[] notes = pg.getNotifications((int) left);
-      if (notes != null) {
-        for (PGNotification n : notes) {
-          if (channel.equals(n.getName())) {
-            dsl.query("UNLISTEN " + channel).execute();
-            return true;
-          }
-        }
-      }
-    }
-    if (!isRunning()) {
-      return false;
-    }
-    boolean pooled;
-    try {
-      pooled = dev.pgtask.internal.pooler.Poolers.probe(config.listenConnectionFactory()).sharesSessions();
-    } catch (Exception e) {
-      pooled = false;
-    }
-    if (!pooled) {
-      // a session of its own that hears nothing from the pool's database (another database or
-      // server?): say so, and listen there anyway, as configured
-      dsl.query("UNLISTEN " + channel).execute();
-      log.warn("pgtask worker {}: a NOTIFY sent through its pool did not arrive on its LISTEN connection within {} ms:"
-          + " do the pool and the listen connection reach the same database? Listening anyway; tasks start at the"
-          + " latest at the next poll ({})", config.workerId(), PROBE_WAIT_MILLIS, config.pollInterval());
-      return true;
-    }
-    try {
-      dsl.query("UNLISTEN *").execute();
-    } catch (RuntimeException e) {
-      // closing anyway
-    }
-    deaf = true;
-    log.warn("pgtask worker {}: its LISTEN connection receives no notifications (a NOTIFY sent through its pool did"
-        + " not arrive within {} ms): it probably goes through a transaction pooler (PgBouncer with pool_mode ="
-        + " transaction), where LISTEN lands on a shared server session. Give the worker a direct connection to"
-        + " PostgreSQL for LISTEN: PgTaskWorker.Builder.listenUrl(\"jdbc:postgresql://<postgres host>:5432/<db>\")"
-        + " (CLI: --listen-url); see docs/deployment.md. Until then it works by polling every {}, and reads cancel"
-        + " requests at each poll", config.workerId(), PROBE_WAIT_MILLIS, config.pollInterval());
-    return false;
-  }
-
-  private void handleControl(String payload) {
-    // any role can send anything here: parse cheaply, never log per message, act only on a task id
-    if ("schedules".equals(payload)) {
-      onSchedulesChanged.run(); // a hint: the scheduler re-reads the next due time
-      return;
-    }
-    if (payload == null || !payload.startsWith("cancel ") || payload.length() > 64) {
-      return;
-    }
-    String[] parts = payload.substring(7).trim().split(" ");
-    try {
-      if (parts.length == 1 || parts.length == 2) {
-        onCancel.hint(Long.parseLong(parts[0]));
-      }
-    } catch (NumberFormatException e) {
-      // not a task id: ignored
-    }
+  /** Receives the notifications on pgtask's channels, on the listener's thread, as they arrive. */
+  @FunctionalInterface
+  public interface Notifications {
+    /** A notification on {@code channel} with {@code payload} arrived at {@code nanos} (System.nanoTime()). */
+    void received(String channel, String payload, long nanos);
   }
 
   static String truncate(String appName) {

@@ -147,7 +147,7 @@ final class ClaimStatements {
   /**
    * The claim a worker makes after its own hand-offs (with {@code spill}) may leave claimable
    * tasks behind that the other workers do not know of: a worker's completions wake only itself for
-   * what they hand on in its queues (db/R__02_tenant_heads.sql), and it may hand on more than it
+   * what they hand on in its queues (db/R__02a_wakeup.sql), and it may hand on more than it
    * has room for. When such a claim locks as many rows as it asked for and finds a claimable task
    * beyond them (the claim's conditions, its queues' pauses aside), it notifies each of the
    * worker's queues, sent with its commit, so idle workers claim too. A claim that came back short,

@@ -38,7 +38,7 @@ public final class CompletionQueries {
    * The transaction-local setting naming the queues of the worker whose completion statement runs
    * ({@code ,q1,q2,}; empty for none): the hand-off triggers send no wake-up notification for a
    * task they make claimable in one of them, because that worker claims after its commit itself
-   * (db/R__02_tenant_heads.sql, "A worker's own hand-offs wake only itself").
+   * (db/R__02a_wakeup.sql, "A worker's own hand-offs wake only itself"; {@code HandOffWake}).
    */
   public static final String WORKER_QUEUES_SETTING = "pgtask.worker_queues";
 

@@ -29,15 +29,16 @@ public final class IdleQueries {
   }
 
   /**
-   * Notifies each of {@code queues} that it has a task due now, in one statement (autocommit: sent
-   * as it returns), when a claim of this worker would find a task ({@link #claimable}); returns
-   * how many queues it notified (0: nothing claimable, nothing sent).
+   * Notifies each of {@code queues} that it has a task due now ({@code WakePayload.dueNow}), in one
+   * statement (autocommit: sent as it returns), when a claim of this worker would find a task
+   * ({@link #claimable}); returns how many queues it notified (0: nothing claimable, nothing sent).
    */
   public static int notifyIfClaimable(DSLContext dsl, List<String> queues, List<String> kinds) {
     return dsl.fetchValue(DSL.field("(SELECT count(*) FROM (SELECT pg_notify({0}, q.q) FROM unnest({1}) AS q(q)"
         + " WHERE {2}) AS s)::integer", SQLDataType.INTEGER,
-        DSL.inline(dev.pgtask.internal.notifier.Listener.CHANNEL),
-        DSL.val(queues.toArray(new String[0])).cast(SQLDataType.VARCHAR.array()),
+        DSL.inline(dev.pgtask.internal.wakeup.WakePayload.CHANNEL),
+        DSL.val(queues.stream().map(dev.pgtask.internal.wakeup.WakePayload::dueNow).toArray(String[]::new))
+            .cast(SQLDataType.VARCHAR.array()),
         DSL.exists(claimableTask(queues, kinds))));
   }
 

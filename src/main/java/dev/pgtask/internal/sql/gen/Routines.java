@@ -43,6 +43,7 @@ import dev.pgtask.internal.sql.gen.routines.Unschedule;
 import dev.pgtask.internal.sql.gen.routines.UpdateTask;
 import dev.pgtask.internal.sql.gen.routines.Utf16Length;
 import dev.pgtask.internal.sql.gen.routines.Utf16MayExceed;
+import dev.pgtask.internal.sql.gen.routines.WakeDueHeads;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
@@ -1383,6 +1384,19 @@ public class Routines {
         f.setPLimit(pLimit);
 
         return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.wake_due_heads</code>
+     */
+    public static void wakeDueHeads(
+          Configuration configuration
+        , Integer[] pTenants
+    ) {
+        WakeDueHeads p = new WakeDueHeads();
+        p.setPTenants(pTenants);
+
+        p.execute(configuration);
     }
 
     /**

@@ -1,4 +1,4 @@
-package dev.pgtask.internal;
+package dev.pgtask.internal.wakeup;
 
 import java.util.Collection;
 import java.util.Set;
