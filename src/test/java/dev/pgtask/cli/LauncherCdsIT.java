@@ -161,9 +161,14 @@ class LauncherCdsIT {
     return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
   }
 
-  /** The compiled classes in a jar whose manifest runs {@link Main} with the dependency jars (by relative paths). */
+  /**
+   * The compiled classes in a jar whose manifest runs {@link Main} with the dependency jars (by relative
+   * paths): the CLI's classes (compiled with the tests) and, when it is a folder, the library's
+   * (target/classes in a surefire run; failsafe's class path has the library jar, named in the manifest).
+   */
   private static void writeCliJar(Path jar) throws IOException {
-    Path classes = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().getPath());
+    Path cliClasses = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().getPath());
+    Path libraryClasses = Path.of(dev.pgtask.PgTask.class.getProtectionDomain().getCodeSource().getLocation().getPath());
     List<String> classPath = new ArrayList<>();
     for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
       if (entry.endsWith(".jar")) {
@@ -176,15 +181,23 @@ class LauncherCdsIT {
     manifest.getMainAttributes().put(Attributes.Name.MAIN_CLASS, Main.class.getName());
     manifest.getMainAttributes().put(Attributes.Name.CLASS_PATH, String.join(" ", classPath));
     try (OutputStream file = Files.newOutputStream(jar); JarOutputStream out = new JarOutputStream(file, manifest)) {
-      Files.walkFileTree(classes, new SimpleFileVisitor<>() {
-        @Override
-        public FileVisitResult visitFile(Path f, BasicFileAttributes attrs) throws IOException {
-          out.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
-          Files.copy(f, out);
-          out.closeEntry();
-          return FileVisitResult.CONTINUE;
-        }
-      });
+      List<Path> roots = new ArrayList<>(List.of(cliClasses.resolve("dev/pgtask/cli"),
+          cliClasses.resolve("dev/pgtask/internal/embedded")));
+      if (Files.isDirectory(libraryClasses)) {
+        roots.add(libraryClasses);
+      }
+      for (Path root : roots) {
+        Files.walkFileTree(root, new SimpleFileVisitor<>() {
+          @Override
+          public FileVisitResult visitFile(Path f, BasicFileAttributes attrs) throws IOException {
+            String name = (root == libraryClasses ? libraryClasses : cliClasses).relativize(f).toString().replace('\\', '/');
+            out.putNextEntry(new JarEntry(name));
+            Files.copy(f, out);
+            out.closeEntry();
+            return FileVisitResult.CONTINUE;
+          }
+        });
+      }
     }
   }
 }

@@ -137,7 +137,7 @@ class WorkerCommandIT {
             names.add(rs.getString(1));
           }
         }
-        Thread.sleep(50);
+        Thread.sleep(50); // the sampling interval of pg_stat_activity, not a wait for a condition
       }
     } catch (Exception e) {
       throw new IllegalStateException(e);

@@ -168,7 +168,7 @@ public final class FreezingProxy implements AutoCloseable {
           Socket upstream = to;
           start(() -> {
             try {
-              Thread.sleep(2_000);
+              Thread.sleep(2_000); // the fault's duration (the server side kept open), not a wait for a condition
             } catch (InterruptedException ignored) {
               // closing now
             }

@@ -19,6 +19,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -157,19 +159,23 @@ public final class PgBouncer implements AutoCloseable {
     }
   }
 
-  private boolean awaitListening(Duration timeout) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (System.nanoTime() - deadline < 0) {
-      if (!process.isAlive()) {
-        return false;
-      }
-      try (Socket s = new Socket("127.0.0.1", port)) {
-        return true;
-      } catch (IOException e) {
-        Thread.sleep(20);
-      }
+  /** Waits until pgbouncer accepts a connection on its port; false when it exited or the timeout passed. */
+  private boolean awaitListening(Duration timeout) {
+    try {
+      Awaitility.await("pgbouncer listening on " + port).atMost(timeout).pollDelay(Duration.ZERO)
+          .pollInterval(Duration.ofMillis(20)).until(() -> !process.isAlive() || accepts());
+    } catch (ConditionTimeoutException e) {
+      return false;
     }
-    return false;
+    return process.isAlive();
+  }
+
+  private boolean accepts() {
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
   }
 
   private static int freePort() throws IOException {

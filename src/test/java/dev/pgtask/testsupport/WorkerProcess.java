@@ -8,6 +8,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * A worker in its own JVM: {@code dev.pgtask.cli.Main worker --demo-handlers ...} on the test
@@ -15,6 +17,9 @@ import java.util.concurrent.TimeUnit;
  * {@code target/worker-logs}, printed when a test wants it.
  */
 public final class WorkerProcess implements AutoCloseable {
+
+  /** What {@code pgtask worker} logs once it runs, its signal handling installed before. */
+  static final String STARTED = " started: queues ";
 
   private final Process process;
   private final Path log;
@@ -61,14 +66,30 @@ public final class WorkerProcess implements AutoCloseable {
     return process.isAlive();
   }
 
-  /** SIGTERM, then waits for the exit code. */
+  /**
+   * SIGTERM, then waits for the exit code. A worker that is still starting is first given up to
+   * {@code timeout} to finish starting: until it has installed its signal handling (just before its
+   * {@value #STARTED} line), a SIGTERM ends its JVM with 143, not with its orderly stop (a worker
+   * restarted by a test on a loaded machine can take seconds to start).
+   */
   public int terminate(Duration timeout) throws InterruptedException {
+    awaitStartedOrExited(timeout);
     process.destroy();
     if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
       process.destroyForcibly().waitFor();
       throw new AssertionError("worker " + name + " did not exit within " + timeout + " after SIGTERM\n" + log());
     }
     return process.exitValue();
+  }
+
+  /** Waits until the worker logged that it started, or exited; at most {@code timeout}. */
+  private void awaitStartedOrExited(Duration timeout) {
+    try {
+      Awaitility.await("worker " + name + " started or exited").atMost(timeout).pollDelay(Duration.ZERO)
+          .pollInterval(Duration.ofMillis(50)).until(() -> !process.isAlive() || log().contains(STARTED));
+    } catch (ConditionTimeoutException e) {
+      // still starting after the whole timeout: the SIGTERM's exit code tells the test the rest
+    }
   }
 
   /** SIGKILL: a crash. */

@@ -152,7 +152,7 @@ class OwnHandOffTest {
       pgtask.enqueue(step("waiting", false, TaskOptions.defaults().withQueue("full")));
       assertThat(notificationsUntilFence()).as("the enqueues").containsExactly("pgtask:full", "pgtask:full");
       // the quiet interval after the last notification of the queue passes: the claim sends its own
-      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) + 50);
+      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) + 50); // a time the protocol needs to pass, not a condition
 
       release.countDown();
       awaitCompleted("next");
@@ -197,7 +197,7 @@ class OwnHandOffTest {
             .isGreaterThanOrEqualTo(TimeUnit.NANOSECONDS.toMillis(QUIET));
       }
       // two quiet intervals more: a second notification for the same left-behind task would show now
-      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) * 2);
+      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) * 2); // an absence (no second spill), proved with a bounded wait
       received.addAll(notificationsUntilFence());
       assertThat(received).as("the enqueue of \"waiting\", then the spill for it").containsExactly("pgtask:held", "pgtask:held");
       assertThat(started).as("\"waiting\": left for another worker while this one runs \"next\"").doesNotContain("waiting");
@@ -225,7 +225,7 @@ class OwnHandOffTest {
       release.countDown(); // "first" completes and hands "next" on: a full claim within the quiet interval
       await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(5)).until(() -> started.contains("next"));
       // the owed spill's time (a quiet interval and its jitter after the enqueue's notification) passes
-      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) * 3);
+      Thread.sleep(TimeUnit.NANOSECONDS.toMillis(QUIET) * 3); // an absence (no spill), proved with a bounded wait
       assertThat(notificationsUntilFence()).as("the enqueue's only: nothing this worker could claim was left")
           .containsExactly("pgtask:gone");
       releaseSecond.countDown();
