@@ -67,6 +67,11 @@ class ScheduleTest {
     return (int) sql.count("SELECT fired FROM pgtask.fire_schedules()");
   }
 
+  long missedFires(String name, String until) throws SQLException {
+    return sql.count("SELECT count(*) FROM pgtask.task WHERE schedule_name = '" + name + "' AND schedule_fire_at <= '"
+        + until + "'::timestamptz");
+  }
+
   List<String> fireInstants(String name) throws SQLException {
     return sql.rows("SELECT schedule_fire_at FROM pgtask.task WHERE schedule_name = '" + name + "' ORDER BY schedule_fire_at");
   }
@@ -194,11 +199,14 @@ class ScheduleTest {
         .containsExactly("caught:2:true", "skipped:0:true");
     assertThat(sql.text("SELECT last_missed_at IS NOT NULL FROM pgtask.schedules WHERE name = 'skipped'")).isEqualTo("t");
 
+    // the fires missed while paused are those due up to now; a */2 instant may pass before the resume's
+    // fire (a regular fire, due then, not a missed one), so the missed ones are told apart by time
+    String pausedUntil = sql.text("SELECT clock_timestamp()");
     sql.exec("DELETE FROM pgtask.paused_queue");
     assertThat(sql.text("SELECT pgtask.schedule_next_due_in() <= interval '0'")).as("due at once after the resume").isEqualTo("t");
-    assertThat(fire()).as("the two missed fires kept for catch-up").isEqualTo(2);
-    assertThat(fireInstants("caught")).hasSize(2);
-    assertThat(fireInstants("skipped")).isEmpty();
+    assertThat(fire()).as("the two missed fires kept for catch-up (and any fire due since)").isGreaterThanOrEqualTo(2);
+    assertThat(missedFires("caught", pausedUntil)).as("caught up").isEqualTo(2);
+    assertThat(missedFires("skipped", pausedUntil)).as("not caught up").isZero();
     assertThat(sql.count("SELECT missed_pending FROM pgtask.schedules WHERE name = 'caught'")).isZero();
   }
 
