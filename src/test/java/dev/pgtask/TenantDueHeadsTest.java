@@ -98,9 +98,11 @@ class TenantDueHeadsTest {
     try (Connection c = db.connect()) {
       long a = enqueue(c, "long-backlog", "now()", 0);
       run(c, a);
+      // due from an hour on: with now() + 1 s a loaded machine made the backlog's first task due (and of
+      // better priority) before the due task was even enqueued, a chance failure
       exec(c, "SELECT count(*) FROM pgtask.enqueue_batch(array_fill('k'::text, ARRAY[20000]), "
           + "tenants => array_fill('long-backlog'::text, ARRAY[20000]), "
-          + "run_ats => (SELECT array_agg(now() + i * interval '1 second') FROM generate_series(1, 20000) i), "
+          + "run_ats => (SELECT array_agg(now() + interval '1 hour' + i * interval '1 second') FROM generate_series(1, 20000) i), "
           + "priorities => array_fill(0, ARRAY[20000]))");
       long due = enqueue(c, "long-backlog", "now()", 3);
       exec(c, "ANALYZE pgtask.task");
