@@ -82,6 +82,20 @@ public final class WorkerProcess implements AutoCloseable {
     return process.exitValue();
   }
 
+  /** Waits until the worker logged that it started; fails if it exits first or takes longer than {@code timeout}. */
+  public void awaitStarted(Duration timeout) {
+    Awaitility.await("worker " + name + " started").atMost(timeout).pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(50)).until(() -> {
+          if (log().contains(STARTED)) {
+            return true;
+          }
+          if (!process.isAlive()) {
+            throw new AssertionError("worker " + name + " exited before it started\n" + log());
+          }
+          return false;
+        });
+  }
+
   /** Waits until the worker logged that it started, or exited; at most {@code timeout}. */
   private void awaitStartedOrExited(Duration timeout) {
     try {
