@@ -31,17 +31,19 @@ final class BatchCommit {
   private final Outcomes outcomes;
   private final OutcomeWriter writer;
   private final HeldTasks held;
+  private final Leases leases;
   private final Intake intake;
   private final TransactionalRun run;
   private final Stopping stop;
   private volatile HandOffWake selfWake;
 
-  BatchCommit(WorkerConfig config, Outcomes outcomes, OutcomeWriter writer, HeldTasks held, Intake intake,
-      TransactionalRun run, Stopping stop) {
+  BatchCommit(WorkerConfig config, Outcomes outcomes, OutcomeWriter writer, HeldTasks held, Leases leases,
+      Intake intake, TransactionalRun run, Stopping stop) {
     this.config = config;
     this.outcomes = outcomes;
     this.writer = writer;
     this.held = held;
+    this.leases = leases;
     this.intake = intake;
     this.run = run;
     this.stop = stop;
@@ -118,7 +120,7 @@ final class BatchCommit {
     if (tasks.isEmpty()) {
       return;
     }
-    held.renewLeases(tasks);
+    leases.renewAfterTransaction(tasks);
     for (LocalTask t : tasks) {
       t.requeued();
       w.alone.add(t);
@@ -157,7 +159,7 @@ final class BatchCommit {
       held.finished(r.task());
     }
     List<LocalTask> notRun = new ArrayList<>(tx.pending);
-    held.renewLeases(notRun);
+    leases.renewAfterTransaction(notRun);
     for (int i = notRun.size() - 1; i >= 0; i--) {
       notRun.get(i).requeued();
       intake.ready.offerFirst(notRun.get(i));

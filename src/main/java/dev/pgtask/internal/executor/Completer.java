@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Writes plain-mode completions in batches: one fenced UPDATE and one commit for up to
  * {@value #MAX_BATCH} tasks, at least every {@value #FLUSH_MILLIS} ms. Until written, a completed
- * task stays held here (its lease kept by the {@link LeaseKeeper}); a failed write is tried again.
+ * task stays held here (its lease kept by the {@link LeaseKeeper}, written by {@link Leases}); a failed write is tried again.
  *
  * <p>Threads: {@link #pending} is guarded by {@link #lock}; written by the executor threads
  * ({@link #complete}) and by the completer's thread (it takes a batch, and puts back one whose

@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
  *       the handler itself: {@link HandlerCall} (watchdog, payload, MDC);
  *   <li>committed, and recovered when its transaction is lost: {@link BatchCommit}; which tasks may
  *       share a transaction: {@link BatchPlan};
- *   <li>cancelled: {@link HeldTasks} (hints, the held-task checks' answers) and {@link LeaseKeeper}
- *       (the checks and lease renewals);
+ *   <li>cancelled: {@link HeldTasks} (hints, the held-task checks' answers), {@link LeaseKeeper}
+ *       (the checks, the periodic lease renewals) and {@link Leases} (the one lease writer);
  *   <li>shut down: {@link ExecutorShutdown}.
  * </ul>
  *
@@ -76,6 +76,7 @@ public final class Executor extends Service {
   private final BatchCommit batch;
   private final PlainRun plain;
   private final Completer completer;
+  private final Leases leases;
   private final LeaseKeeper keeper;
   private final ExecutorShutdown shutdown;
   /** The executor threads' state, for the shutdown's last resort (aborting their transactions). */
@@ -89,14 +90,15 @@ public final class Executor extends Service {
     this.capacity = new Capacity(config);
     this.kinds = new KindSettings(config, outcomes);
     this.held = new HeldTasks(config, kinds, capacity, writer);
+    this.leases = new Leases(config);
     this.intake = new Intake(config, held, stop);
     this.plan = new BatchPlan(config);
     this.call = new HandlerCall(config, outcomes, stop);
     this.transactional = new TransactionalRun(config, outcomes, writer, held, intake, plan, kinds, call, stop);
-    this.batch = new BatchCommit(config, outcomes, writer, held, intake, transactional, stop);
+    this.batch = new BatchCommit(config, outcomes, writer, held, leases, intake, transactional, stop);
     this.completer = new Completer(config, writer, held);
-    this.plain = new PlainRun(config, outcomes, held, intake, capacity, completer, call);
-    this.keeper = new LeaseKeeper(config, held);
+    this.plain = new PlainRun(config, outcomes, held, leases, intake, capacity, completer, call);
+    this.keeper = new LeaseKeeper(config, held, leases);
     this.shutdown = new ExecutorShutdown(config, stop, intake, held, workers, new ExecutorShutdown.Threads() {
       @Override
       public boolean awaitUntil(long deadline) {
@@ -342,7 +344,7 @@ public final class Executor extends Service {
         List<LocalTask> later = new ArrayList<>(tx.pending);
         tx.pending.clear();
         batch.commit(w);
-        held.renewLeases(later);
+        leases.renewAfterTransaction(later);
         for (int i = later.size() - 1; i >= 0; i--) {
           later.get(i).requeued();
           intake.ready.offerFirst(later.get(i)); // next, in claim order, in a new transaction

@@ -1,8 +1,6 @@
 package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.Fence;
-import dev.pgtask.internal.sql.LeaseQueries;
 import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
 import dev.pgtask.internal.sql.HeldQueries.HeldState;
@@ -23,8 +21,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The registry of the tasks this worker holds, each a {@link LocalTask} from its claim until its
- * outcome is durable (or it is lost), and what keeps them true to the database: cancellation hints,
- * the results of the held-task checks, lease renewals.
+ * outcome is durable (or it is lost), and what keeps them true to the database: cancellation hints
+ * and the results of the held-task checks. It writes no lease: {@link Leases} does (and applies
+ * the renewals' answers), for the tasks listed by {@link #heldWithoutTransaction}.
  *
  * <p>Threads: {@link #held} is a concurrent map. It is written by {@link #register} (the producer's
  * thread, or the caller of a direct run) and by {@link #finished} (an executor thread, the
@@ -209,49 +208,6 @@ final class HeldTasks {
         verifiedCancels = unregistered;
       } else {
         verifiedCancels.addAll(unregistered);
-      }
-    }
-  }
-
-  // ---- leases ----
-
-  /** Tasks taken out of a transaction that ended: their rows are unlocked now, so their leases must not run out while they wait. */
-  void renewLeases(List<LocalTask> tasks) {
-    if (tasks.isEmpty()) {
-      return;
-    }
-    long sent = System.nanoTime();
-    try {
-      renewed(tasks, LeaseQueries.extendLeases(Sql.using(config.dataSource()), fences(tasks),
-          config.leaseDuration()), sent, false);
-    } catch (RuntimeException e) {
-      log.warn("pgtask: renewing the leases of {} task(s) failed: {}", tasks.size(), e.getMessage());
-    }
-  }
-
-  static List<Fence> fences(List<LocalTask> tasks) {
-    List<Fence> out = new ArrayList<>(tasks.size());
-    tasks.forEach(t -> out.add(t.fence));
-    return out;
-  }
-
-  /**
-   * Applies a lease renewal sent at {@code sent}: the renewed tasks are known to be this worker's
-   * as of then, a cancel request found stops its task; with {@code missingIsLost}, a task the
-   * renewal did not find (no longer running as this claim) is lost.
-   */
-  void renewed(List<LocalTask> tasks, Map<Long, Boolean> renewed, long sent, boolean missingIsLost) {
-    for (LocalTask t : tasks) {
-      Boolean cancel = renewed.get(t.id());
-      if (cancel == null) {
-        if (missingIsLost) {
-          t.requestStop(LocalTask.Stop.LOST);
-        }
-        continue;
-      }
-      t.leaseRenewed(sent);
-      if (cancel) {
-        t.requestStop(LocalTask.Stop.CANCELLED);
       }
     }
   }

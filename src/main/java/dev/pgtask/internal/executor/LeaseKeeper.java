@@ -3,7 +3,6 @@ package dev.pgtask.internal.executor;
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.notifier.SessionWork;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.LeaseQueries;
 import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.Sql;
@@ -16,9 +15,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Keeps what this worker holds true to the database: every third of the lease it renews the lease
- * of each task held without a transaction (waiting to start, plain-mode running, completion not
- * written yet), and it reads what happened to the held tasks from durable state
+ * Keeps what this worker holds true to the database: every third of the lease
+ * ({@link Leases#intervalNanos}) it has the lease of each task held without a transaction (waiting
+ * to start, plain-mode running, completion not written yet) renewed by {@link Leases}, the one
+ * lease writer (on the listener's session, {@link #sessionRenewal}, or through the pool while the
+ * session does not renew), and it reads what happened to the held tasks from durable state
  * ({@link HeldQueries#checkHeld}: cancel requests, and claims no longer ours) on every renewal, at every poll of the producer,
  * whenever the listener (re)connects, and when a cancellation hint arrives (at most one check per
  * {@value #MIN_CHECK_SPACING_MILLIS} ms, however many hints: a flood costs a bounded number of
@@ -28,8 +29,9 @@ import org.slf4j.LoggerFactory;
  * check (the producer's thread at each poll, the listener's thread for a hint or a reconnect) and
  * cleared by the keeper's thread. {@link #sessionRenewalDue} and {@link #sessionRenewedAt} are
  * written by the listener's thread (the renewal on its session) and read by the keeper's thread,
- * which renews through the pool only while the session does not. Check and renewal answers are
- * applied through {@link HeldTasks} (stop requests, lease instants), on the thread that read them.
+ * which renews through the pool only while the session does not. Check answers are applied through
+ * {@link HeldTasks#apply} (stop requests), renewal answers by {@link Leases} (lease instants, stop
+ * requests), on the thread that read them.
  */
 final class LeaseKeeper extends Service {
 
@@ -38,13 +40,15 @@ final class LeaseKeeper extends Service {
 
   private final WorkerConfig config;
   private final HeldTasks heldTasks;
+  private final Leases leases;
   private final Object signal = new Object();
   private boolean checkRequested; // guarded by signal
 
-  LeaseKeeper(WorkerConfig config, HeldTasks heldTasks) {
+  LeaseKeeper(WorkerConfig config, HeldTasks heldTasks, Leases leases) {
     super("pgtask-leases-" + config.workerId(), 1);
     this.config = config;
     this.heldTasks = heldTasks;
+    this.leases = leases;
   }
 
   /** Asks for a check of the held tasks soon (a hint arrived, or the listener reconnected). */
@@ -110,7 +114,7 @@ final class LeaseKeeper extends Service {
   private volatile long sessionRenewedAt;
 
   private long every() {
-    return Math.max(TimeUnit.MILLISECONDS.toNanos(50), config.leaseDuration().toNanos() / 3);
+    return leases.intervalNanos();
   }
 
   /**
@@ -141,16 +145,16 @@ final class LeaseKeeper extends Service {
         if (held.isEmpty()) {
           return null;
         }
-        Map<Long, Boolean> found = LeaseQueries.extendLeases(tx, HeldTasks.fences(held), config.leaseDuration());
+        Runnable applyAnswer = leases.renewIn(tx, held);
         return () -> {
           sessionRenewedAt = sent;
-          heldTasks.renewed(held, found, sent, false);
+          applyAnswer.run();
         };
       }
     };
   }
 
-  /** Renews the leases of the tasks held without a transaction, unless the session renewed them lately. */
+  /** Has the leases of the tasks held without a transaction renewed through the pool, unless the session renewed them lately. */
   private void renew() {
     long onSession = sessionRenewedAt;
     if (onSession != 0 && System.nanoTime() - onSession < every() + every() / 2) {
@@ -160,13 +164,7 @@ final class LeaseKeeper extends Service {
     if (held.isEmpty()) {
       return;
     }
-    long sent = System.nanoTime();
-    try {
-      heldTasks.renewed(held, config.transactionBounds().inTransaction(config.dataSource(),
-          tx -> LeaseQueries.extendLeases(tx, HeldTasks.fences(held), config.leaseDuration())), sent, false);
-    } catch (RuntimeException e) {
-      log.warn("pgtask: renewing the leases of {} task(s) failed: {}", held.size(), e.getMessage());
-    }
+    leases.renewThroughPool(held);
   }
 
   /** Reads what happened to the held tasks, and tells the heldTasks. */

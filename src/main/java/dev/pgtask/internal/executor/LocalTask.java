@@ -27,8 +27,10 @@ import org.slf4j.LoggerFactory;
  * executor closed) or the shutdown's release thread. Every other thread (listener, watchdog, lease keeper, held-task check, shutdown) only
  * sends it a stop request through {@link #requestStop}, which also interrupts the handler and
  * cancels its running statement when the task is {@link State#RUNNING}. {@link #leaseFromNanos} is
- * written by whoever renews its lease (the lease keeper, the listener's thread after a renewal on
- * its session, an executor thread: see {@link HeldTasks#renewed}); {@link #suspect} by the
+ * written only by {@link Leases}, the one lease writer, on the thread of the renewal whose answer it
+ * applies (the lease keeper's, through the pool; the listener's, after a renewal on its session
+ * has committed; an executor thread, after a task transaction ended or at a plain task's start
+ * fence); {@link #suspect} by the
  * listener's hints and by the executor thread that checks a plain task's start.
  */
 final class LocalTask implements TaskContext {
@@ -62,7 +64,7 @@ final class LocalTask implements TaskContext {
 
   // written as the class comment says (one writer at a time); read by others (lease keeping, views of what runs here)
   private volatile State state = State.WAITING;
-  // written by whoever renewed its lease (lease keeper, listener, executor thread): when the last renewal that covered it was sent
+  // written by Leases on the renewing thread (lease keeper, listener, executor thread): when the last renewal that covered it was sent
   private volatile long leaseFromNanos;
   // written by the listener (a hint named this task) and the executor thread checking a plain start; its start is checked first
   private volatile boolean suspect;

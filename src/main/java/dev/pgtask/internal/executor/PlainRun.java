@@ -2,7 +2,6 @@ package dev.pgtask.internal.executor;
 
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.sql.LeaseQueries;
 import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.Sql;
 import java.sql.SQLException;
@@ -19,7 +18,8 @@ import org.slf4j.LoggerFactory;
  * and not cancelled: known without a read, or checked with a lease renewal), its completion handed
  * to the {@link Completer}, any other outcome written at once.
  *
- * <p>Runs on an executor thread (or a direct run's caller), which writes the task's state.
+ * <p>Runs on an executor thread (or a direct run's caller), which writes the task's state; the
+ * start fence's lease renewal is written (and its answer applied) by {@link Leases}, on that thread.
  * {@link #listeningSince} is written once by the worker's wiring before the threads start; the
  * supplier it holds is the listener's (read here, written by the listener's thread).
  */
@@ -30,17 +30,19 @@ final class PlainRun {
   private final WorkerConfig config;
   private final Outcomes outcomes;
   private final HeldTasks held;
+  private final Leases leases;
   private final Intake intake;
   private final Capacity capacity;
   private final Completer completer;
   private final HandlerCall call;
   private volatile LongSupplier listeningSince = () -> 0;
 
-  PlainRun(WorkerConfig config, Outcomes outcomes, HeldTasks held, Intake intake, Capacity capacity,
+  PlainRun(WorkerConfig config, Outcomes outcomes, HeldTasks held, Leases leases, Intake intake, Capacity capacity,
       Completer completer, HandlerCall call) {
     this.config = config;
     this.outcomes = outcomes;
     this.held = held;
+    this.leases = leases;
     this.intake = intake;
     this.capacity = capacity;
     this.completer = completer;
@@ -104,10 +106,11 @@ final class PlainRun {
   }
 
   /**
-   * Renews the lease of {@code t} (and, while the listener listens, of every other waiting plain
-   * task that would need the same check, in the same statement): a renewal succeeds only for a task
-   * still running as this worker's claim, and reads its cancel request. Returns whether {@code t}
-   * is still ours; a cancel request found becomes a stop request.
+   * Has {@link Leases#fenceStart} renew the lease of {@code t} (and, while the listener listens, of
+   * every other waiting plain task that would need the same check, in the same statement): a
+   * renewal succeeds only for a task still running as this worker's claim, and reads its cancel
+   * request. Returns whether {@code t} is still ours; a cancel request found becomes a stop request
+   * (by {@link Leases} for the renewed, here for what the durable state says of a task not renewed).
    */
   private boolean fenceStart(LocalTask t) {
     List<LocalTask> batch = new ArrayList<>();
@@ -125,10 +128,7 @@ final class PlainRun {
     }
     try {
       for (int round = 0; ; round++) {
-        long sent = System.nanoTime();
-        Map<Long, Boolean> found = LeaseQueries.extendLeases(Sql.using(config.dataSource()), HeldTasks.fences(batch),
-            config.leaseDuration());
-        held.renewed(batch, found, sent, false);
+        Map<Long, Boolean> found = leases.fenceStart(batch);
         if (found.containsKey(t.id())) {
           return true;
         }
