@@ -1,33 +1,13 @@
 package dev.pgtask.cli.bench;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.pgtask.HandlerOptions;
-import dev.pgtask.NewTask;
-import dev.pgtask.PgTask;
-import dev.pgtask.PgTaskWorker;
-import dev.pgtask.TaskOptions;
-import dev.pgtask.migrate.Migrations;
-import java.io.PrintStream;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.List;
-import java.util.Locale;
 import java.util.Properties;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The benchmark's database: its pools, and the statements it runs between measurements (emptying

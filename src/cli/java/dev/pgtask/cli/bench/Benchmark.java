@@ -1,33 +1,14 @@
 package dev.pgtask.cli.bench;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.pgtask.HandlerOptions;
-import dev.pgtask.NewTask;
 import dev.pgtask.PgTask;
-import dev.pgtask.PgTaskWorker;
-import dev.pgtask.TaskOptions;
 import dev.pgtask.migrate.Migrations;
 import java.io.PrintStream;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Properties;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * {@code bin/pgtask bench}: pgtask's speed measured side by side with a raw-SQL floor, in one
@@ -93,7 +74,8 @@ public final class Benchmark {
       out.printf(Locale.ROOT, "warm-up: untimed drains of %d tasks, two per mode%n", WARM_UP_TASKS);
       for (int i = 0; i < (report.selected("warmup") ? 2 : 0); i++) {
         out.printf(Locale.ROOT, "  warm-up %d: plain %.0f/s, transactional batched %.0f/s%n", i + 1,
-            throughput.drain(pool, pgtask, 10, WorkerThroughput.Mode.PLAIN, WARM_UP_TASKS), throughput.drain(pool, pgtask, 10, WorkerThroughput.Mode.TRANSACTIONAL_BATCHED, WARM_UP_TASKS));
+            throughput.drain(pool, pgtask, 10, WorkerThroughput.Mode.PLAIN, WARM_UP_TASKS),
+            throughput.drain(pool, pgtask, 10, WorkerThroughput.Mode.TRANSACTIONAL_BATCHED, WARM_UP_TASKS));
       }
 
       // the floors: raw SQL on a scratch table, no pgtask code (see the methods)

@@ -263,13 +263,11 @@ public final class EmbeddedPostgres implements AutoCloseable {
     return "";
   }
 
-
   private static int freePort() throws IOException {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       return s.getLocalPort();
     }
   }
-
 
   private static String firstNonBlank(String... values) {
     for (String v : values) {
