@@ -10,15 +10,11 @@ import dev.pgtask.migrate.Migrations;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -58,11 +54,7 @@ public final class DemoCommand implements Callable<Integer> {
   public static final String TENANT_PREFIX = "demo-tenant-";
   /** The longest sleep of a demo task, in milliseconds (each sleeps a random 0..this). */
   static final int MAX_MS = 20;
-  private static final Duration LEASE = Duration.ofSeconds(5);
-  private static final Duration RESCUE_INTERVAL = Duration.ofSeconds(2);
   private static final long TICK_MS = 250;
-  /** How long a frozen worker is given for what it already sent to take effect, before its tasks are counted. */
-  private static final long FREEZE_SETTLE_MS = 200;
 
   @Mixin
   ConnectionOptions connection;
@@ -273,7 +265,7 @@ public final class DemoCommand implements Callable<Integer> {
       }
       if (killed == null && progress.completed() * 3 >= progress.total()) {
         DemoWorker victim = pickVictim(dsl);
-        int held = victim == null ? -1 : killHolding(dsl, victim);
+        int held = victim == null ? -1 : DemoWorker.killHolding(dsl, victim);
         if (held >= 0) {
           killed = victim;
           killedAt = OpsQueries.selectClock(dsl);
@@ -281,7 +273,7 @@ public final class DemoCommand implements Callable<Integer> {
               "SIGKILL worker %s (pid %d) while it holds %d task%s, at %d/%d done: its transactions roll back;"
                   + " the rescue pass takes its tasks back once their lease (%s) expires",
               killed.id, killed.process.pid(), held, held == 1 ? "" : "s", progress.completed(), progress.total(),
-              Formats.duration(LEASE)));
+              Formats.duration(DemoWorker.LEASE)));
         }
       }
       if (killed != null && rescued > rescuedSeen) {
@@ -311,7 +303,7 @@ public final class DemoCommand implements Callable<Integer> {
       err.flush();
     }
     stopWorkers();
-    int code = report(dsl, out, progress, killed, killedAt, wallNanos, failure);
+    int code = DemoReport.report(dsl, out, tasks, progress, killed, killedAt, wallNanos, failure);
     if (code == ExitCodes.OK) {
       for (DemoWorker w : started) {
         Files.deleteIfExists(w.log);
@@ -372,136 +364,6 @@ public final class DemoCommand implements Callable<Integer> {
     return best;
   }
 
-  /**
-   * Kills {@code victim} with SIGKILL while it holds tasks and returns how many it held, or -1 when it
-   * held none and was left running. A worker chosen because it held tasks a moment ago may finish
-   * them all before the signal lands, and its kill would then show no rescue. So it is first frozen
-   * (SIGSTOP), given a moment for what it already sent (a completion's COMMIT) to take effect, and
-   * its tasks are counted: a frozen worker finishes nothing more. It is killed only if it holds
-   * some, and thawed (SIGCONT) otherwise. Where kill(1) cannot be run, the worker is killed at once
-   * and its tasks are counted after the kill.
-   */
-  private static int killHolding(DSLContext dsl, DemoWorker victim) throws InterruptedException {
-    boolean frozen = signal(victim.process, "STOP");
-    if (frozen) {
-      Thread.sleep(FREEZE_SETTLE_MS);
-      if (OpsQueries.selectRunningByWorker(dsl, QUEUE).getOrDefault(victim.id, 0) == 0) {
-        signal(victim.process, "CONT");
-        return -1;
-      }
-    }
-    victim.process.destroyForcibly();
-    victim.process.waitFor(10, TimeUnit.SECONDS);
-    return OpsQueries.selectRunningByWorker(dsl, QUEUE).getOrDefault(victim.id, 0);
-  }
-
-  /** Sends {@code signal} to {@code process} with kill(1); false when that cannot be done here. */
-  private static boolean signal(Process process, String signal) throws InterruptedException {
-    try {
-      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid()))
-          .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-      return kill.waitFor(10, TimeUnit.SECONDS) && kill.exitValue() == 0;
-    } catch (IOException e) {
-      return false; // no kill(1) on this system
-    }
-  }
-
-  private int report(DSLContext dsl, PrintWriter out, Progress progress, DemoWorker killed, Instant killedAt,
-      long wallNanos, String failure) {
-    List<Execution> executions = dsl
-        .select(DemoHandlers.TASK_ID, DemoHandlers.ATTEMPT, DemoHandlers.TENANT, DemoHandlers.WORKER,
-            DemoHandlers.STARTED_AT, DemoHandlers.FINISHED_AT)
-        .from(DemoHandlers.EXECUTION)
-        .fetch(r -> new Execution(r.value1(), r.value2(), r.value3(), r.value4(),
-            r.value5() == null ? null : r.value5().toInstant(), r.value6() == null ? null : r.value6().toInstant()));
-    Set<Long> taskIds = new HashSet<>(OpsQueries.selectTaskIds(dsl, QUEUE));
-
-    Map<Long, Integer> perTask = new HashMap<>();
-    for (Execution e : executions) {
-      perTask.merge(e.taskId, 1, Integer::sum);
-    }
-    long duplicated = perTask.values().stream().filter(n -> n > 1).count();
-    long missing = taskIds.stream().filter(id -> !perTask.containsKey(id)).count();
-    long strangers = perTask.keySet().stream().filter(id -> !taskIds.contains(id)).count();
-    boolean exactlyOnce = duplicated == 0 && missing == 0 && strangers == 0 && executions.size() == taskIds.size();
-
-    Map<String, List<Execution>> byTenant = new LinkedHashMap<>();
-    for (Execution e : executions) {
-      byTenant.computeIfAbsent(String.valueOf(e.tenant), t -> new ArrayList<>()).add(e);
-    }
-    long overlaps = 0;
-    Map<String, Long> overlapsByTenant = new LinkedHashMap<>();
-    for (Map.Entry<String, List<Execution>> t : byTenant.entrySet()) {
-      long n = overlappingPairs(t.getValue());
-      if (n > 0) {
-        overlapsByTenant.put(t.getKey(), n);
-      }
-      overlaps += n;
-    }
-
-    int rescued = 0;
-    Duration longestRescue = null;
-    Duration lastRescuePass = null;
-    if (killed != null) {
-      Map<Long, Instant> rescuedTasks = OpsQueries.selectRescuedFrom(dsl, QUEUE, killed.id);
-      rescued = rescuedTasks.size();
-      Instant lastRestart = executions.stream().filter(e -> rescuedTasks.containsKey(e.taskId))
-          .map(e -> e.startedAt).filter(s -> s != null).max(Comparator.naturalOrder()).orElse(null);
-      if (lastRestart != null) {
-        longestRescue = Duration.between(killedAt, lastRestart);
-      }
-      Instant lastRescue = rescuedTasks.values().stream().filter(s -> s != null).max(Comparator.naturalOrder()).orElse(null);
-      if (lastRescue != null) {
-        lastRescuePass = Duration.between(killedAt, lastRescue);
-      }
-    }
-
-    boolean allCompleted = progress.completed() == tasks && progress.total() == tasks;
-    boolean ok = failure == null && allCompleted && exactlyOnce && overlaps == 0;
-    double seconds = wallNanos / 1e9;
-    out.println();
-    out.println("pgtask demo report");
-    out.printf("  tasks completed:        %d of %d%s%n", progress.completed(), tasks, allCompleted ? "" : "  <-- FAILED");
-    out.printf("  executed exactly once:  %s (%d executions of %d tasks; %d duplicated, %d missing)%s%n",
-        exactlyOnce ? "yes" : "no", executions.size(), taskIds.size(), duplicated, missing + strangers,
-        exactlyOnce ? "" : "  <-- FAILED");
-    out.printf("  tenant overlaps:        %d (overlapping execution pairs within one tenant, over %d tenants)%s%n",
-        overlaps, byTenant.size(), overlaps == 0 ? "" : "  <-- FAILED " + overlapsByTenant);
-    if (killed == null) {
-      out.println("  worker killed:          none (the run ended before a worker could be killed while holding tasks)");
-    } else {
-      out.printf("  worker killed:          %s (SIGKILL), %d of its tasks rescued%n", killed.id, rescued);
-      out.printf("  longest rescue time:    %s (kill -> its last rescued task running again; taken back by the"
-              + " rescue pass after %s)%n",
-          longestRescue == null ? "n/a" : Formats.duration(longestRescue),
-          lastRescuePass == null ? "n/a" : Formats.duration(lastRescuePass));
-    }
-    out.printf(Locale.ROOT, "  throughput:             %.0f tasks/s%n", progress.completed() / seconds);
-    out.printf("  wall time:              %s (enqueue to last completion)%n", Formats.duration(Duration.ofNanos(wallNanos)));
-    out.printf("  result:                 %s%n", ok ? "OK, every invariant held"
-        : "FAILED" + (failure != null ? ": " + failure : ""));
-    out.flush();
-    return ok ? ExitCodes.OK : ExitCodes.FAILURE;
-  }
-
-  /** Pairs of executions of one tenant whose [started_at, finished_at] intervals intersect. */
-  static long overlappingPairs(List<Execution> executions) {
-    List<Execution> sorted = new ArrayList<>(executions);
-    sorted.sort(Comparator.comparing((Execution e) -> e.startedAt, Comparator.nullsFirst(Comparator.naturalOrder())));
-    long pairs = 0;
-    for (int i = 0; i < sorted.size(); i++) {
-      Instant end = sorted.get(i).finishedAt;
-      for (int j = i + 1; j < sorted.size(); j++) {
-        Instant start = sorted.get(j).startedAt;
-        if (end != null && start != null && !start.isBefore(end)) {
-          break;
-        }
-        pairs++;
-      }
-    }
-    return pairs;
-  }
-
   /** Prints a narrative line, clearing the live progress line first on a terminal. */
   private static void say(PrintWriter out, PrintWriter err, boolean console, String text) {
     if (console) {
@@ -533,91 +395,4 @@ public final class DemoCommand implements Callable<Integer> {
     }
   }
 
-  /** One committed execution of a demo.record task. */
-  record Execution(long taskId, int attempt, String tenant, String worker, Instant startedAt, Instant finishedAt) {}
-
-  /** A worker process started by the demo. */
-  static final class DemoWorker {
-    final String id;
-    final Process process;
-    final Path log;
-
-    private DemoWorker(String id, Process process, Path log) {
-      this.id = id;
-      this.process = process;
-      this.log = log;
-    }
-
-    /**
-     * Starts {@code pgtask worker --demo-handlers} in a new JVM with this JVM's class path. Where
-     * to connect travels in the child's environment ({@link #environment}), never on its command
-     * line, which every user of the machine can read ({@code ps}, {@code /proc/<pid>/cmdline}).
-     */
-    static DemoWorker start(String id, ConnectionSettings settings, int concurrency) throws IOException {
-      return start(id, settings, null, concurrency);
-    }
-
-    /** As {@link #start(String, ConnectionSettings, int)}, with the LISTEN connection to {@code listenUrl} (or none). */
-    static DemoWorker start(String id, ConnectionSettings settings, String listenUrl, int concurrency)
-        throws IOException {
-      Path log = Files.createTempFile("pgtask-demo-" + id + "-", ".log");
-      ProcessBuilder pb = new ProcessBuilder(command(id, concurrency)).redirectErrorStream(true)
-          .redirectOutput(log.toFile());
-      Map<String, String> env = pb.environment();
-      env.remove("PGPASSWORD");
-      env.putAll(environment(settings));
-      env.remove("PGTASK_LISTEN_URL");
-      if (listenUrl != null) {
-        env.put("PGTASK_LISTEN_URL", listenUrl); // in the environment: it may carry a password
-      }
-      return new DemoWorker(id, pb.start(), log);
-    }
-
-    /** The worker's command line: no URL, user or password on it. */
-    static List<String> command(String id, int concurrency) {
-      List<String> cmd = new ArrayList<>();
-      cmd.add(javaBinary());
-      cmd.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"));
-      cmd.add("-cp");
-      cmd.add(System.getProperty("java.class.path"));
-      cmd.add(Main.class.getName());
-      cmd.addAll(List.of("worker", "--demo-handlers", "--queue", QUEUE,
-          "--concurrency", String.valueOf(concurrency), "--lease-duration", LEASE.toSeconds() + "s",
-          "--rescue-interval", RESCUE_INTERVAL.toSeconds() + "s", "--poll-interval", "1s", "--worker-id", id));
-      return cmd;
-    }
-
-    /**
-     * What the worker finds the database by, set in its environment only: {@code PGTASK_URL} (the
-     * resolved JDBC URL, which may carry a password given in {@code --url}), {@code PGUSER} and
-     * {@code PGPASSWORD} (when the password was given apart from the URL). A process's environment
-     * is readable only by its own user and root.
-     */
-    static Map<String, String> environment(ConnectionSettings settings) {
-      Map<String, String> env = new LinkedHashMap<>();
-      env.put("PGTASK_URL", settings.jdbcUrl());
-      if (settings.user() != null) {
-        env.put("PGUSER", settings.user());
-      }
-      if (settings.password() != null) {
-        env.put("PGPASSWORD", settings.password());
-      }
-      return env;
-    }
-
-    String lastLogLine() {
-      try {
-        List<String> lines = Files.readAllLines(log);
-        return lines.isEmpty() ? "(no output)" : Main.oneLine(lines.get(lines.size() - 1));
-      } catch (IOException e) {
-        return "(log unreadable: " + e.getMessage() + ")";
-      }
-    }
-
-    private static String javaBinary() {
-      return ProcessHandle.current().info().command()
-          .filter(c -> c.endsWith("java"))
-          .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    }
-  }
 }

@@ -93,11 +93,11 @@ class DemoCommandIT {
     ConnectionSettings apart = ConnectionSettings.resolve(db.url(), Map.of("PGPASSWORD", password), db.user());
     assertThat(apart.password()).isEqualTo(password);
 
-    List<DemoCommand.DemoWorker> workers = new ArrayList<>();
+    List<DemoWorker> workers = new ArrayList<>();
     try {
-      workers.add(DemoCommand.DemoWorker.start("secret-url-w", inUrl, 1));
-      workers.add(DemoCommand.DemoWorker.start("secret-env-w", apart, 1));
-      for (DemoCommand.DemoWorker w : workers) {
+      workers.add(DemoWorker.start("secret-url-w", inUrl, 1));
+      workers.add(DemoWorker.start("secret-env-w", apart, 1));
+      for (DemoWorker w : workers) {
         String cmdline = Files.readString(Path.of("/proc", String.valueOf(w.process.pid()), "cmdline"))
             .replace('\0', ' ');
         assertThat(cmdline).as("/proc/<pid>/cmdline of worker %s", w.id).contains("--worker-id " + w.id)
@@ -114,15 +114,15 @@ class DemoCommandIT {
           .until(() -> sql.rows("SELECT id FROM pgtask.workers").containsAll(List.of("secret-url-w", "secret-env-w"))
               || workers.stream().anyMatch(w -> !w.process.isAlive()));
       assertThat(workers).as("workers alive; last log lines: %s",
-          workers.stream().map(DemoCommand.DemoWorker::lastLogLine).toList())
+          workers.stream().map(DemoWorker::lastLogLine).toList())
           .allMatch(w -> w.process.isAlive());
-      for (DemoCommand.DemoWorker w : workers) {
+      for (DemoWorker w : workers) {
         w.process.destroy();
         assertThat(w.process.waitFor(30, TimeUnit.SECONDS)).as("worker %s stopped on SIGTERM", w.id).isTrue();
         assertThat(Files.readString(w.log)).as("log of worker %s", w.id).doesNotContain(password);
       }
     } finally {
-      for (DemoCommand.DemoWorker w : workers) {
+      for (DemoWorker w : workers) {
         w.process.destroyForcibly();
         Files.deleteIfExists(w.log);
       }

@@ -2,30 +2,20 @@ package dev.pgtask.internal.embedded;
 
 import io.zonky.test.db.postgres.embedded.DefaultPostgresBinaryResolver;
 import io.zonky.test.db.postgres.embedded.PgBinaryResolver;
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Properties;
@@ -33,10 +23,6 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.jar.JarFile;
-import java.util.stream.Stream;
-import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
-import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
-import org.apache.commons.compress.compressors.xz.XZCompressorInputStream;
 
 /**
  * A real PostgreSQL server started from the zonky binaries (Maven artifact
@@ -63,7 +49,7 @@ public final class EmbeddedPostgres implements AutoCloseable {
   /** The OS user the server runs as when this process is root. */
   public static final String DEFAULT_USER = "nobody";
 
-  private static final String ARCHIVE = "postgres-linux-x86_64.txz";
+  static final String ARCHIVE = "postgres-linux-x86_64.txz";
 
   private final Path directory;
   private final Path data;
@@ -114,18 +100,18 @@ public final class EmbeddedPostgres implements AutoCloseable {
   public static EmbeddedPostgres start(Binaries binaries) throws IOException {
     Path root = Path.of(System.getProperty("java.io.tmpdir"), "pgtask-embedded-pg");
     Files.createDirectories(root);
-    Path bin = unpack(binaries, root).resolve("bin");
+    Path bin = BinaryArchive.unpack(binaries, root).resolve("bin");
     String user = null;
     List<String> runAs = List.of();
-    if (isRoot()) {
+    if (RunAsUser.isRoot()) {
       user = firstNonBlank(System.getProperty("pgtask.embedded.user"), System.getenv("PGTASK_EMBEDDED_USER"),
           DEFAULT_USER);
-      runAs = runAsPrefix(user);
+      runAs = RunAsUser.runAsPrefix(user);
     }
     Path dir = Files.createTempDirectory(root, "data-");
     Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
     if (user != null) {
-      chown(dir, user);
+      RunAsUser.chown(dir, user);
     }
     IOException last = null;
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -136,10 +122,10 @@ public final class EmbeddedPostgres implements AutoCloseable {
         if (!e.getMessage().contains("could not bind") && !e.getMessage().contains("Address already in use")) {
           break;
         }
-        deleteTree(dir.resolve("data"));
+        BinaryArchive.deleteTree(dir.resolve("data"));
       }
     }
-    deleteTree(dir);
+    BinaryArchive.deleteTree(dir);
     throw last;
   }
 
@@ -190,7 +176,7 @@ public final class EmbeddedPostgres implements AutoCloseable {
         pgCtl("stop", "-m", "fast");
       }
     } finally {
-      deleteTree(directory);
+      BinaryArchive.deleteTree(directory);
     }
   }
 
@@ -277,139 +263,9 @@ public final class EmbeddedPostgres implements AutoCloseable {
     return "";
   }
 
-  static boolean isRoot() {
-    try {
-      return ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).intValue() == 0;
-    } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
-      return "root".equals(System.getProperty("user.name"));
-    }
-  }
-
-  private static List<String> runAsPrefix(String user) throws IOException {
-    String uid = id(user, "-u");
-    String gid = id(user, "-g");
-    if ("0".equals(uid)) {
-      throw new IOException("PostgreSQL refuses to run as root, and the OS user '" + user + "' chosen to run the"
-          + " embedded server is root too: set PGTASK_EMBEDDED_USER to an unprivileged OS user");
-    }
-    for (String dir : List.of("/usr/bin", "/bin", "/usr/sbin", "/sbin")) {
-      if (Files.isExecutable(Path.of(dir, "setpriv"))) {
-        return List.of(dir + "/setpriv", "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--");
-      }
-    }
-    throw new IOException("PostgreSQL refuses to run as root, and this process is root: the embedded server would"
-        + " run as OS user '" + user + "' through setpriv (util-linux), which is not installed. Install util-linux,"
-        + " run as a non-root user, or configure a PostgreSQL server");
-  }
-
-  private static String id(String user, String flag) throws IOException {
-    Process p = new ProcessBuilder("id", flag, user).redirectErrorStream(true).start();
-    try {
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-      if (p.waitFor() != 0) {
-        throw new IOException("PostgreSQL refuses to run as root, and this process is root: the embedded server"
-            + " runs as an unprivileged OS user, but '" + user + "' does not exist (" + out + "). Set"
-            + " PGTASK_EMBEDDED_USER (or -Dpgtask.embedded.user) to an existing unprivileged user, create one"
-            + " (useradd), run as a non-root user, or configure a PostgreSQL server");
-      }
-      return out;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IOException("interrupted", e);
-    }
-  }
-
-  private static void chown(Path path, String user) throws IOException {
-    Files.setAttribute(path, "unix:uid", Integer.parseInt(id(user, "-u")));
-    Files.setAttribute(path, "unix:gid", Integer.parseInt(id(user, "-g")));
-  }
-
   private static int freePort() throws IOException {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       return s.getLocalPort();
-    }
-  }
-
-  /** Unpacks the archive once per content (by SHA-256) under {@code root}; returns its directory. */
-  private static Path unpack(Binaries binaries, Path root) throws IOException {
-    byte[] archive;
-    try (InputStream in = binaries.open()) {
-      archive = in.readAllBytes();
-    }
-    String sha;
-    try {
-      sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(archive)).substring(0, 16);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
-    Path target = root.resolve("bin-" + sha);
-    if (Files.isExecutable(target.resolve("bin").resolve("pg_ctl"))) {
-      return target;
-    }
-    Path tmp = Files.createTempDirectory(root, "unpack-");
-    try {
-      try (TarArchiveInputStream tar = new TarArchiveInputStream(
-          new XZCompressorInputStream(new ByteArrayInputStream(archive)))) {
-        TarArchiveEntry entry;
-        while ((entry = tar.getNextEntry()) != null) {
-          Path to = tmp.resolve(entry.getName()).normalize();
-          if (!to.startsWith(tmp)) {
-            throw new IOException("unsafe path in " + binaries + ": " + entry.getName());
-          }
-          if (entry.isDirectory()) {
-            Files.createDirectories(to);
-          } else if (entry.isSymbolicLink()) {
-            Files.createDirectories(to.getParent());
-            Files.createSymbolicLink(to, Path.of(entry.getLinkName()));
-          } else {
-            Files.createDirectories(to.getParent());
-            Files.copy(tar, to, StandardCopyOption.REPLACE_EXISTING);
-            Files.setPosixFilePermissions(to, permissions(entry.getMode()));
-          }
-        }
-      }
-      try (Stream<Path> dirs = Files.walk(tmp)) {
-        for (Path d : (Iterable<Path>) dirs.filter(Files::isDirectory)::iterator) {
-          Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwxr-xr-x"));
-        }
-      }
-      try {
-        Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-      } catch (FileAlreadyExistsException | AtomicMoveNotSupportedException e) {
-        // unpacked by a concurrent process meanwhile (or not movable atomically): use theirs
-        if (!Files.isExecutable(target.resolve("bin").resolve("pg_ctl"))) {
-          throw e;
-        }
-      } catch (IOException e) {
-        if (!Files.isExecutable(target.resolve("bin").resolve("pg_ctl"))) {
-          throw e;
-        }
-      }
-    } finally {
-      deleteTree(tmp);
-    }
-    return target;
-  }
-
-  private static Set<PosixFilePermission> permissions(int mode) {
-    StringBuilder s = new StringBuilder();
-    String letters = "rwxrwxrwx";
-    for (int i = 0; i < 9; i++) {
-      s.append((mode & (1 << (8 - i))) != 0 ? letters.charAt(i) : '-');
-    }
-    return PosixFilePermissions.fromString(s.toString());
-  }
-
-  private static void deleteTree(Path root) throws IOException {
-    if (!Files.exists(root, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-      return;
-    }
-    try (Stream<Path> paths = Files.walk(root)) {
-      for (Path p : (Iterable<Path>) paths.sorted(Comparator.reverseOrder())::iterator) {
-        Files.deleteIfExists(p);
-      }
-    } catch (UncheckedIOException e) {
-      throw e.getCause();
     }
   }
 

@@ -1,0 +1,81 @@
+package dev.pgtask.cli.bench;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The benchmark's database: its pools, and the statements it runs between measurements (emptying
+ * the task table, vacuuming, counting, sizing, waiting for a worker's listener).
+ */
+final class BenchDatabase {
+
+  private final String url;
+  private final Properties props;
+
+  BenchDatabase(String url, Properties props) {
+    this.url = url;
+    this.props = props;
+  }
+
+  HikariDataSource pool(int size) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(url);
+    config.setDataSourceProperties(props);
+    config.setMaximumPoolSize(size);
+    config.setPoolName("pgtask-bench");
+    config.addDataSourceProperty("ApplicationName", "pgtask bench");
+    return new HikariDataSource(config);
+  }
+
+  static void resetTasks(HikariDataSource pool) throws SQLException {
+    try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
+      st.execute("TRUNCATE pgtask.task");
+      st.execute("DELETE FROM pgtask.worker");
+    }
+  }
+
+  static void vacuumAnalyze(HikariDataSource pool) throws SQLException {
+    try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
+      st.execute("VACUUM ANALYZE pgtask.task");
+    }
+  }
+
+  static long countCompleted(HikariDataSource pool) throws SQLException {
+    try (Connection c = pool.getConnection(); Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT count(*) AS completed FROM pgtask.task WHERE state = 'completed'")) {
+      rs.next();
+      return rs.getLong("completed");
+    }
+  }
+
+  static long[] tableSize(HikariDataSource pool) throws SQLException {
+    try (Connection c = pool.getConnection(); Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT pg_total_relation_size('pgtask.task') AS bytes, "
+            + "coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'pgtask.task'::regclass), 0) AS dead")) {
+      rs.next();
+      return new long[] {rs.getLong("bytes"), rs.getLong("dead")};
+    }
+  }
+
+  static void waitForListener(HikariDataSource pool) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (System.nanoTime() < deadline) {
+      try (Connection c = pool.getConnection(); Statement st = c.createStatement();
+          ResultSet rs = st.executeQuery("SELECT count(*) AS listeners FROM pg_stat_activity WHERE application_name LIKE 'pgtask listen %' "
+              + "AND datname = current_database()")) {
+        rs.next();
+        if (rs.getLong("listeners") > 0) {
+          Thread.sleep(200);
+          return;
+        }
+      }
+      Thread.sleep(20);
+    }
+  }
+}
