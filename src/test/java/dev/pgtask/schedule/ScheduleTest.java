@@ -241,10 +241,14 @@ class ScheduleTest {
     backdate("p", "30 seconds");
     assertThat(fire()).isZero();
     assertThat(sql.text("SELECT paused FROM pgtask.schedules")).isEqualTo("t");
+    String resumedAt = sql.text("SELECT clock_timestamp()");
     assertThat(pgtask.resumeSchedule("p")).isTrue();
     assertThat(sql.text("SELECT next_fire_at > now() FROM pgtask.schedules")).as("the fires while paused are not made up")
         .isEqualTo("t");
-    assertThat(fire()).isZero();
+    // a */2 instant may pass between the resume and this fire (a regular fire, due then): the fires made up
+    // would be those due before the resume
+    fire();
+    assertThat(missedFires("p", resumedAt)).as("no fire due while paused is enqueued").isZero();
     assertThat(pgtask.pauseSchedule("nope")).isFalse();
     assertThat(pgtask.resumeSchedule("nope")).isFalse();
   }
