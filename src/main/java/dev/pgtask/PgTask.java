@@ -54,7 +54,7 @@ public final class PgTask {
     this.enqueuer = new Enqueuer(dataSource, dsl, payloads, b.metrics, b.tracing, b.currentTransaction);
     this.tasks = new TaskOperations(dsl, payloads);
     this.schedules = new ScheduleOperations(dsl, payloads);
-    this.queues = new QueueControl(dataSource, dsl, objectMapper);
+    this.queues = new QueueControl(dataSource, dsl);
   }
 
   /** A client with default settings over {@code dataSource} (whose schema is migrated). */

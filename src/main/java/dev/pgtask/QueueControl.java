@@ -1,6 +1,5 @@
 package dev.pgtask;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.pgtask.internal.wakeup.LocalWake;
 import dev.pgtask.internal.sql.QueueControlQueries;
 import dev.pgtask.ops.PgTaskOperations;
@@ -13,12 +12,10 @@ final class QueueControl {
 
   private final DataSource dataSource;
   private final DSLContext dsl;
-  private final ObjectMapper objectMapper;
 
-  QueueControl(DataSource dataSource, DSLContext dsl, ObjectMapper objectMapper) {
+  QueueControl(DataSource dataSource, DSLContext dsl) {
     this.dataSource = dataSource;
     this.dsl = dsl;
-    this.objectMapper = objectMapper;
   }
 
   boolean pause(String queue) {

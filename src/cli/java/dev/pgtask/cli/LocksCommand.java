@@ -5,64 +5,49 @@ import dev.pgtask.ops.RunningTask;
 import dev.pgtask.ops.TenantLock;
 import java.io.PrintWriter;
 import java.util.List;
-import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
 
 /** {@code pgtask locks}: {@code pgtask.tenant_locks}, and the running tasks that have a tenant ({@code pgtask.running}). */
 @Command(name = "locks", mixinStandardHelpOptions = true,
     description = "Tenant locks held now (holder backend, since when, who waits), and the running tasks with a tenant.")
-public final class LocksCommand implements Callable<Integer> {
-
-  @Mixin
-  ConnectionOptions connection;
+public final class LocksCommand extends ReadCommand {
 
   @Option(names = "--json", description = "Print JSON: {\"tenant_locks\": [...], \"running\": [...]}.")
   boolean json;
 
-  @Spec
-  CommandSpec spec;
-
-  @Override
-  public Integer call() {
-    return call(spec.commandLine().getOut());
+  public LocksCommand() {
+    super("pgtask locks");
   }
 
-  /** Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry). */
-  int call(PrintWriter out) {
-    try (OpsConnection db = OpsConnection.open(connection, "pgtask locks")) {
-      List<TenantLock> locks = db.read(PgTaskOperations::tenantLocks);
-      List<RunningTask> running = db.read(PgTaskOperations::runningWithTenant);
-      if (json) {
-        Formats.printJson(out, g -> {
-          g.writeStartObject();
-          g.writeFieldName("tenant_locks");
-          Formats.write(g, locks);
-          g.writeFieldName("running");
-          Formats.write(g, running);
-          g.writeEndObject();
-        });
-        return ExitCodes.OK;
-      }
-      out.println("tenant locks");
-      out.print(locks.isEmpty() ? "  (none held)\n" : tenantLocks(locks).render());
-      out.println();
-      out.println("running tasks with a tenant");
-      // CLAIMED_AHEAD yes: no backend because the task waits in its live worker for an executor;
-      // no backend and no: its worker is gone (pgtask.running.claimed_ahead)
-      TextTable t = new TextTable("TASK_ID", "KIND", "QUEUE", "TENANT", "WORKER", "BACKEND_PID", "RUNNING_FOR",
-          "HOLDS_TENANT_LOCK", "CLAIMED_AHEAD");
-      for (RunningTask r : running) {
-        t.row(r.taskId(), r.kind(), r.queue(), r.tenant(), r.worker(), r.backendPid(), Formats.text(r.runningFor()),
-            Formats.text(r.holdsTenantLock()), Formats.text(r.claimedAhead()));
-      }
-      out.print(t.isEmpty() ? "  (none)\n" : t.render());
-      out.flush();
+  @Override
+  void print(OpsConnection db, PrintWriter out) {
+    List<TenantLock> locks = db.read(PgTaskOperations::tenantLocks);
+    List<RunningTask> running = db.read(PgTaskOperations::runningWithTenant);
+    if (json) {
+      Formats.printJson(out, g -> {
+        g.writeStartObject();
+        g.writeFieldName("tenant_locks");
+        Formats.write(g, locks);
+        g.writeFieldName("running");
+        Formats.write(g, running);
+        g.writeEndObject();
+      });
+      return;
     }
-    return ExitCodes.OK;
+    out.println("tenant locks");
+    out.print(locks.isEmpty() ? "  (none held)\n" : tenantLocks(locks).render());
+    out.println();
+    out.println("running tasks with a tenant");
+    // CLAIMED_AHEAD yes: no backend because the task waits in its live worker for an executor;
+    // no backend and no: its worker is gone (pgtask.running.claimed_ahead)
+    TextTable t = new TextTable("TASK_ID", "KIND", "QUEUE", "TENANT", "WORKER", "BACKEND_PID", "RUNNING_FOR",
+        "HOLDS_TENANT_LOCK", "CLAIMED_AHEAD");
+    for (RunningTask r : running) {
+      t.row(r.taskId(), r.kind(), r.queue(), r.tenant(), r.worker(), r.backendPid(), Formats.text(r.runningFor()),
+          Formats.text(r.holdsTenantLock()), Formats.text(r.claimedAhead()));
+    }
+    out.print(t.isEmpty() ? "  (none)\n" : t.render());
   }
 
   /** The tenant locks as a table (also used by the demo's snapshot). */

@@ -36,37 +36,30 @@ final class ScheduleCommands {
       description = "Recurring tasks (pgtask.schedules): cron, zone, next and last fire, last task and its state.",
       subcommands = {Pause.class, Resume.class},
       footer = "%nSubcommands pause NAME / resume NAME: exit 4 when there is no such schedule.")
-  static final class List implements Callable<Integer> {
-
-    @Mixin
-    ConnectionOptions connection;
+  static final class List extends ReadCommand {
 
     @Option(names = "--json", description = "Print a JSON array of the pgtask.schedules rows.")
     boolean json;
 
-    @Spec
-    CommandSpec spec;
+    List() {
+      super("pgtask schedules");
+    }
 
     @Override
-    public Integer call() {
-      PrintWriter out = spec.commandLine().getOut();
-      try (OpsConnection db = OpsConnection.open(connection, "pgtask schedules")) {
-        java.util.List<ScheduleStatus> rows = db.read(PgTaskOperations::schedules);
-        if (json) {
-          Formats.printJson(out, g -> Formats.write(g, rows));
-          return ExitCodes.OK;
-        }
-        TextTable t = new TextTable("NAME", "CRON", "ZONE", "KIND", "QUEUE", "TENANT", "PAUSED", "NEXT_FIRE_AT",
-            "LAST_FIRE_AT", "LAST_TASK", "LAST_STATE", "FIRED");
-        for (ScheduleStatus r : rows) {
-          t.row(r.name(), r.cron(), r.timeZone(), r.kind(), r.queue(), Formats.text(r.tenant()),
-              r.paused() ? "yes" : r.queuePaused() ? "queue" : "no", Formats.text(r.nextFireAt()),
-              Formats.text(r.lastFireAt()), Formats.text(r.lastTaskId()), Formats.text(r.lastTaskState()), r.fired());
-        }
-        out.print(t.isEmpty() ? "no schedules\n" : t.render());
-        out.flush();
+    void print(OpsConnection db, PrintWriter out) {
+      java.util.List<ScheduleStatus> rows = db.read(PgTaskOperations::schedules);
+      if (json) {
+        Formats.printJson(out, g -> Formats.write(g, rows));
+        return;
       }
-      return ExitCodes.OK;
+      TextTable t = new TextTable("NAME", "CRON", "ZONE", "KIND", "QUEUE", "TENANT", "PAUSED", "NEXT_FIRE_AT",
+          "LAST_FIRE_AT", "LAST_TASK", "LAST_STATE", "FIRED");
+      for (ScheduleStatus r : rows) {
+        t.row(r.name(), r.cron(), r.timeZone(), r.kind(), r.queue(), Formats.text(r.tenant()),
+            r.paused() ? "yes" : r.queuePaused() ? "queue" : "no", Formats.text(r.nextFireAt()),
+            Formats.text(r.lastFireAt()), Formats.text(r.lastTaskId()), Formats.text(r.lastTaskState()), r.fired());
+      }
+      out.print(t.isEmpty() ? "no schedules\n" : t.render());
     }
   }
 

@@ -10,12 +10,8 @@ import dev.pgtask.ops.Unrunnable;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
 
 /**
  * {@code pgtask status}: every queue's counts and lag ({@code pgtask.queue_summary}), {@code pgtask.health},
@@ -23,10 +19,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Queues (counts by state, tasks waiting for their tenant, lag) and what threatens the task table.")
-public final class StatusCommand implements Callable<Integer> {
-
-  @Mixin
-  ConnectionOptions connection;
+public final class StatusCommand extends ReadCommand {
 
   @Option(names = "--json", description = "Print JSON: {\"queues\": [...], \"health\": {...}, \"unrunnable\": [...],"
       + " \"paused_queues\": [...], \"tenant_load\": [...]}.")
@@ -35,92 +28,84 @@ public final class StatusCommand implements Callable<Integer> {
   /** The busiest tenants shown (pgtask.tenant_load). */
   static final int TENANT_LOAD_ROWS = 5;
 
-  @Spec
-  CommandSpec spec;
-
-  @Override
-  public Integer call() {
-    return call(spec.commandLine().getOut());
+  public StatusCommand() {
+    super("pgtask status");
   }
 
-  /** Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry). */
-  int call(PrintWriter out) {
-    try (OpsConnection db = OpsConnection.open(connection, "pgtask status")) {
-      List<QueueSummary> queues = db.read(PgTaskOperations::queueSummary);
-      Health health = db.read(PgTaskOperations::health);
-      List<Unrunnable> unrunnable = db.read(PgTaskOperations::unrunnable);
-      List<PausedQueueStatus> paused = db.read(PgTaskOperations::pausedQueues);
-      List<TenantLoad> load = db.read(ops -> ops.tenantLoad(TENANT_LOAD_ROWS));
-      MaintenanceLeader leader = db.read(ops -> ops.maintenanceLeader().orElse(null));
-      if (json) {
-        Formats.printJson(out, g -> {
-          g.writeStartObject();
-          g.writeFieldName("queues");
-          Formats.write(g, queues);
-          g.writeFieldName("health");
-          Formats.write(g, health);
-          g.writeFieldName("unrunnable");
-          Formats.write(g, unrunnable);
-          g.writeFieldName("paused_queues");
-          Formats.write(g, paused);
-          g.writeFieldName("tenant_load");
-          Formats.write(g, load);
-          if (leader != null) {
-            g.writeFieldName("maintenance_leader");
-            Formats.write(g, leader);
-          }
-          g.writeEndObject();
-        });
-        return ExitCodes.OK;
-      }
-      // RUNNING: the tasks executing now; CLAIMED_AHEAD: those a live worker holds for a free
-      // executor (queue_summary's running counts both)
-      TextTable t = new TextTable("QUEUE", "SCHEDULED", "AVAILABLE", "RUNNING", "CLAIMED_AHEAD", "RETRYABLE",
-          "COMPLETED", "CANCELLED", "DISCARDED", "WAITING_FOR_TENANT", "LAG");
-      for (QueueSummary q : queues) {
-        t.row(q.queue(), q.scheduled(), q.available(), q.executing(), q.claimedAhead(), q.retryable(),
-            q.completed(), q.cancelled(), q.discarded(), q.waitingForTenant(), Formats.text(q.lag()));
-      }
-      out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
-      if (!paused.isEmpty()) {
-        // paused queues, with or without tasks: no worker claims from them
-        TextTable p = new TextTable("PAUSED_QUEUE", "PAUSED_AT", "PAUSED_BY", "DUE", "QUEUED");
-        for (PausedQueueStatus r : paused) {
-          p.row(r.queue(), Formats.text(r.pausedAt()), r.pausedBy(), r.due(), r.queued());
+  @Override
+  void print(OpsConnection db, PrintWriter out) {
+    List<QueueSummary> queues = db.read(PgTaskOperations::queueSummary);
+    Health health = db.read(PgTaskOperations::health);
+    List<Unrunnable> unrunnable = db.read(PgTaskOperations::unrunnable);
+    List<PausedQueueStatus> paused = db.read(PgTaskOperations::pausedQueues);
+    List<TenantLoad> load = db.read(ops -> ops.tenantLoad(TENANT_LOAD_ROWS));
+    MaintenanceLeader leader = db.read(ops -> ops.maintenanceLeader().orElse(null));
+    if (json) {
+      Formats.printJson(out, g -> {
+        g.writeStartObject();
+        g.writeFieldName("queues");
+        Formats.write(g, queues);
+        g.writeFieldName("health");
+        Formats.write(g, health);
+        g.writeFieldName("unrunnable");
+        Formats.write(g, unrunnable);
+        g.writeFieldName("paused_queues");
+        Formats.write(g, paused);
+        g.writeFieldName("tenant_load");
+        Formats.write(g, load);
+        if (leader != null) {
+          g.writeFieldName("maintenance_leader");
+          Formats.write(g, leader);
         }
-        out.println();
-        out.println("paused queues: no worker claims their tasks (pgtask resume QUEUE)");
-        out.print(p.render());
+        g.writeEndObject();
+      });
+      return;
+    }
+    // RUNNING: the tasks executing now; CLAIMED_AHEAD: those a live worker holds for a free
+    // executor (queue_summary's running counts both)
+    TextTable t = new TextTable("QUEUE", "SCHEDULED", "AVAILABLE", "RUNNING", "CLAIMED_AHEAD", "RETRYABLE",
+        "COMPLETED", "CANCELLED", "DISCARDED", "WAITING_FOR_TENANT", "LAG");
+    for (QueueSummary q : queues) {
+      t.row(q.queue(), q.scheduled(), q.available(), q.executing(), q.claimedAhead(), q.retryable(),
+          q.completed(), q.cancelled(), q.discarded(), q.waitingForTenant(), Formats.text(q.lag()));
+    }
+    out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
+    if (!paused.isEmpty()) {
+      // paused queues, with or without tasks: no worker claims from them
+      TextTable p = new TextTable("PAUSED_QUEUE", "PAUSED_AT", "PAUSED_BY", "DUE", "QUEUED");
+      for (PausedQueueStatus r : paused) {
+        p.row(r.queue(), Formats.text(r.pausedAt()), r.pausedBy(), r.due(), r.queued());
       }
       out.println();
-      out.print(health(health));
-      out.println("  maintenance leader  " + leader(leader));
-      if (!unrunnable.isEmpty()) {
-        // what no live worker can run: shown only when there is some
-        TextTable u = new TextTable("QUEUE", "KIND", "REASON", "TASKS", "OLDEST_DUE_FOR", "TENANTS", "WAITING_BEHIND");
-        for (Unrunnable r : unrunnable) {
-          u.row(r.queue(), r.kind(), r.reason(), r.tasks(), Formats.text(r.oldestDueFor()), r.tenants(),
-              r.waitingBehind());
-        }
-        out.println();
-        out.println("not runnable by any live worker (pgtask.unrunnable)");
-        out.print(u.render());
-      }
-      if (!load.isEmpty()) {
-        TextTable l = new TextTable("TENANT", "ARRIVALS/MIN", "COMPLETIONS/MIN", "MEAN_RUN_S", "P95_RUN_S", "UTILISATION",
-            "BACKLOG", "TREND/MIN");
-        for (TenantLoad r : load) {
-          l.row(r.tenant(), r.arrivalsPerMin(), r.completionsPerMin(), r.meanRunS(), r.p95RunS(), r.utilisation(),
-              r.backlog(), r.backlogTrendPerMin());
-        }
-        out.println();
-        out.println("tenant load, last 15 minutes, busiest first (pgtask.tenant_load; utilisation >= 1: the backlog"
-            + " can only grow)");
-        out.print(l.render());
-      }
-      out.flush();
+      out.println("paused queues: no worker claims their tasks (pgtask resume QUEUE)");
+      out.print(p.render());
     }
-    return ExitCodes.OK;
+    out.println();
+    out.print(health(health));
+    out.println("  maintenance leader  " + leader(leader));
+    if (!unrunnable.isEmpty()) {
+      // what no live worker can run: shown only when there is some
+      TextTable u = new TextTable("QUEUE", "KIND", "REASON", "TASKS", "OLDEST_DUE_FOR", "TENANTS", "WAITING_BEHIND");
+      for (Unrunnable r : unrunnable) {
+        u.row(r.queue(), r.kind(), r.reason(), r.tasks(), Formats.text(r.oldestDueFor()), r.tenants(),
+            r.waitingBehind());
+      }
+      out.println();
+      out.println("not runnable by any live worker (pgtask.unrunnable)");
+      out.print(u.render());
+    }
+    if (!load.isEmpty()) {
+      TextTable l = new TextTable("TENANT", "ARRIVALS/MIN", "COMPLETIONS/MIN", "MEAN_RUN_S", "P95_RUN_S", "UTILISATION",
+          "BACKLOG", "TREND/MIN");
+      for (TenantLoad r : load) {
+        l.row(r.tenant(), r.arrivalsPerMin(), r.completionsPerMin(), r.meanRunS(), r.p95RunS(), r.utilisation(),
+            r.backlog(), r.backlogTrendPerMin());
+      }
+      out.println();
+      out.println("tenant load, last 15 minutes, busiest first (pgtask.tenant_load; utilisation >= 1: the backlog"
+          + " can only grow)");
+      out.print(l.render());
+    }
   }
 
   static String health(Health h) {

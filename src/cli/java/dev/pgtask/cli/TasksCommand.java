@@ -6,25 +6,18 @@ import java.io.PrintWriter;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
 
 /** {@code pgtask tasks}: rows of {@code pgtask.tasks}, newest first, filtered by state, queue and kind. */
 @Command(name = "tasks", mixinStandardHelpOptions = true, sortOptions = false,
     description = "Tasks, newest first (pgtask.tasks), filtered by state, queue and kind.")
-public final class TasksCommand implements Callable<Integer> {
+public final class TasksCommand extends ReadCommand {
 
   /** Rows shown unless {@code --limit} says otherwise. */
   public static final int DEFAULT_LIMIT = 50;
-
-  @Mixin
-  ConnectionOptions connection;
 
   @Option(names = "--state", paramLabel = "STATE", converter = StateConverter.class,
       description = "Only tasks in this state: scheduled, waiting, available, running, retryable, completed, cancelled, discarded.")
@@ -42,8 +35,9 @@ public final class TasksCommand implements Callable<Integer> {
   @Option(names = "--json", description = "Print a JSON array of the pgtask.tasks rows.")
   boolean json;
 
-  @Spec
-  CommandSpec spec;
+  public TasksCommand() {
+    super("pgtask tasks");
+  }
 
   @Override
   public Integer call() {
@@ -51,30 +45,24 @@ public final class TasksCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(),
           "Invalid value for option '--limit': " + limit + " is not between 1 and 10000");
     }
-    return call(spec.commandLine().getOut());
+    return super.call();
   }
 
-  /**
-   * Runs the command, printing on {@code out} (also {@link ReadCommandLine}'s entry); {@code limit}
-   * has been checked.
-   */
-  int call(PrintWriter out) {
-    try (OpsConnection db = OpsConnection.open(connection, "pgtask tasks")) {
-      List<TaskSummary> tasks = db.read(ops -> ops.tasks(state, queue, kind, limit));
-      if (json) {
-        Formats.printJson(out, g -> Formats.write(g, tasks));
-        return ExitCodes.OK;
-      }
-      TextTable t = new TextTable("ID", "KIND", "QUEUE", "TENANT", "STATE", "ATTEMPT", "PRIORITY", "RUN_AT",
-          "FINISHED_AT", "LAST_ERROR");
-      for (TaskSummary r : tasks) {
-        t.row(r.id(), r.kind(), r.queue(), r.tenant(), r.state(), r.attempt() + "/" + r.maxAttempts(), r.priority(),
-            Formats.text(r.runAt()), Formats.text(r.finishedAt()), abbreviate(r.lastError(), 60));
-      }
-      out.print(t.isEmpty() ? "no tasks match\n" : t.render());
-      out.flush();
+  /** Reads and prints the tasks; {@code limit} has been checked (by {@link #call()} or {@link ReadCommandLine}). */
+  @Override
+  void print(OpsConnection db, PrintWriter out) {
+    List<TaskSummary> tasks = db.read(ops -> ops.tasks(state, queue, kind, limit));
+    if (json) {
+      Formats.printJson(out, g -> Formats.write(g, tasks));
+      return;
     }
-    return ExitCodes.OK;
+    TextTable t = new TextTable("ID", "KIND", "QUEUE", "TENANT", "STATE", "ATTEMPT", "PRIORITY", "RUN_AT",
+        "FINISHED_AT", "LAST_ERROR");
+    for (TaskSummary r : tasks) {
+      t.row(r.id(), r.kind(), r.queue(), r.tenant(), r.state(), r.attempt() + "/" + r.maxAttempts(), r.priority(),
+          Formats.text(r.runAt()), Formats.text(r.finishedAt()), abbreviate(r.lastError(), 60));
+    }
+    out.print(t.isEmpty() ? "no tasks match\n" : t.render());
   }
 
   private static String abbreviate(String s, int max) {
