@@ -140,8 +140,10 @@ class EmptyQueuePlansTest {
       micros.add((System.nanoTime() - t0) / 1_000);
     }
     java.util.Collections.sort(micros);
-    // measured here: a median of 32 ms a claim when the server compiles it, 1.4 ms when it does not
-    assertThat(micros.get(micros.size() / 2)).as("median claim over the backlog, µs (all: %s)", micros)
+    // measured here: a median of 32 ms a claim when the server compiles it, 1.4 ms when it does not.
+    // The fastest of the 15: compiling is CPU work that every compiled claim pays, however idle the
+    // machine, while a loaded machine (CI, two test JVMs) slows some plain claims past 10 ms
+    assertThat(micros.get(0)).as("fastest claim over the backlog, µs (all: %s)", micros)
         .isLessThan(10_000L);
   }
 
