@@ -1,5 +1,7 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Outcome;
+import dev.pgtask.internal.complete.OutcomeName;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
@@ -10,8 +12,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * Runs claimed tasks in the calling thread, each exactly as an executor thread runs a task taken
  * alone: the same {@link Executor#runOne} path ({@link Executor#runOnCaller}; its
  * {@link TaskTransaction}: fenced re-lock, tenant lock, savepoint, handler, completion and COMMIT,
- * or back to the savepoint and the outcome written by {@link OutcomeWriter} under the task's
- * locks), the same watchdog, the same outcomes ({@link Outcomes}). Plain-mode completions are written before {@link #run} returns. For
+ * or back to the savepoint and the outcome written by {@link dev.pgtask.internal.complete.OutcomeWriter} under the task's
+ * locks), the same watchdog, the same outcomes ({@link dev.pgtask.internal.complete.Outcomes}). Plain-mode completions are written before {@link #run} returns. For
  * {@code dev.pgtask.testing}; the executor's own threads are never started.
  *
  * <p>Owned by one thread at a time; not thread-safe.

@@ -1,5 +1,11 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Completer;
+import dev.pgtask.internal.complete.Outcome;
+import dev.pgtask.internal.complete.OutcomeWriter;
+import dev.pgtask.internal.complete.Outcomes;
+import dev.pgtask.internal.lease.LeaseKeeper;
+import dev.pgtask.internal.lease.Leases;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
@@ -96,7 +102,7 @@ public final class Executor extends Service {
     this.call = new HandlerCall(config, outcomes, stop);
     this.transactional = new TransactionalRun(config, outcomes, writer, held, intake, plan, kinds, call, stop);
     this.batch = new BatchCommit(config, outcomes, writer, held, leases, intake, transactional, stop);
-    this.completer = new Completer(config, writer, held);
+    this.completer = new Completer(config, writer, held::finished);
     this.plain = new PlainRun(config, outcomes, held, leases, intake, capacity, completer, call);
     this.keeper = new LeaseKeeper(config, held, leases);
     this.shutdown = new ExecutorShutdown(config, stop, intake, held, workers, new ExecutorShutdown.Threads() {

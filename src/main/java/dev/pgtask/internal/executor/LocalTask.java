@@ -22,18 +22,18 @@ import org.slf4j.LoggerFactory;
  * ({@link #requeued}). {@link State#DONE} is written by {@link HeldTasks#finished}, on whichever
  * thread lets the task go: its executor thread; the completer's thread (at shutdown, the
  * shutdown's flush thread) once a plain task's completion is written or given up (the executor
- * thread let go of it when it handed it to {@link Completer#complete}, whose lock orders the two);
+ * thread let go of it when it handed it to {@link dev.pgtask.internal.complete.Completer#complete}, whose lock orders the two);
  * or, for a task no executor thread took, the producer's thread (a claim handed over after the
  * executor closed) or the shutdown's release thread. Every other thread (listener, watchdog, lease keeper, held-task check, shutdown) only
  * sends it a stop request through {@link #requestStop}, which also interrupts the handler and
  * cancels its running statement when the task is {@link State#RUNNING}. {@link #leaseFromNanos} is
- * written only by {@link Leases}, the one lease writer, on the thread of the renewal whose answer it
+ * written only by {@link dev.pgtask.internal.lease.Leases}, the one lease writer, on the thread of the renewal whose answer it
  * applies (the lease keeper's, through the pool; the listener's, after a renewal on its session
  * has committed; an executor thread, after a task transaction ended or at a plain task's start
  * fence); {@link #suspect} by the
  * listener's hints and by the executor thread that checks a plain task's start.
  */
-final class LocalTask implements TaskContext {
+public final class LocalTask implements TaskContext {
 
   private static final Logger log = LoggerFactory.getLogger(LocalTask.class);
 
@@ -52,10 +52,10 @@ final class LocalTask implements TaskContext {
   }
 
   /** Why a task was asked to stop; the first request wins. */
-  enum Stop { NONE, CANCELLED, TIMED_OUT, SHUTDOWN, LOST }
+  public enum Stop { NONE, CANCELLED, TIMED_OUT, SHUTDOWN, LOST }
 
   final Claimed claimed;
-  final Fence fence;
+  private final Fence fence;
   /** System.nanoTime() before the claim was sent: the lease runs from a database instant after it. */
   final long claimedNanos;
   /** Plain mode: runs outside any transaction. */
@@ -90,7 +90,13 @@ final class LocalTask implements TaskContext {
     this.plain = plain;
   }
 
-  long id() {
+  /** The fencing record of its attempt: every write of its row is conditioned on it. */
+  public Fence fence() {
+    return fence;
+  }
+
+  /** The task's id. */
+  public long id() {
     return claimed.id();
   }
 
@@ -138,7 +144,7 @@ final class LocalTask implements TaskContext {
    * is interrupted and its running statement cancelled; a task that has not started ends without
    * running when its thread takes it.
    */
-  boolean requestStop(Stop reason) {
+  public boolean requestStop(Stop reason) {
     synchronized (this) {
       if (stop != Stop.NONE || state == State.DONE) {
         return false;
@@ -159,15 +165,18 @@ final class LocalTask implements TaskContext {
     }
   }
 
-  synchronized Stop stopReason() {
+  /** The first stop requested of it ({@link Stop#NONE}: none). */
+  public synchronized Stop stopReason() {
     return stop;
   }
 
-  long leaseFromNanos() {
+  /** System.nanoTime() of the send of the last renewal (or claim) that found it this worker's. */
+  public long leaseFromNanos() {
     return leaseFromNanos;
   }
 
-  void leaseRenewed(long sentNanos) {
+  /** A renewal sent at {@code sentNanos} found it this worker's; called only by {@code Leases}. */
+  public void leaseRenewed(long sentNanos) {
     leaseFromNanos = sentNanos;
   }
 
