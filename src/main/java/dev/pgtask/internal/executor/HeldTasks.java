@@ -88,9 +88,15 @@ final class HeldTasks implements HeldRegistry {
     return local;
   }
 
-  /** The task's outcome is durable (or it was lost): it is no longer held here. */
+  /**
+   * The task's outcome is durable (or it was lost): it is no longer held here. The one way a task
+   * becomes {@code DONE}, on whichever thread lets it go; the first call wins, later ones change
+   * nothing.
+   */
   void finished(LocalTask t) {
-    t.done();
+    if (!t.done()) {
+      return;
+    }
     held.remove(t.id(), t);
     capacity.freeSlot(t);
   }
