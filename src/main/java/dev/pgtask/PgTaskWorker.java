@@ -3,13 +3,10 @@ package dev.pgtask;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.pgtask.internal.HandlerEntry;
-import dev.pgtask.internal.ListenConnections;
 import dev.pgtask.internal.WorkerAccess;
 import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.WorkerLifecycle;
 import dev.pgtask.internal.WorkerRuntime;
-import dev.pgtask.internal.pooler.Poolers;
-import dev.pgtask.internal.schedule.Schedules;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
@@ -91,15 +88,11 @@ public final class PgTaskWorker implements AutoCloseable {
   public static final int DEFAULT_TENANT_LOCK_NAMESPACE = 0x70677461;
 
 
-  private final Object lifecycle = new Object();
-  private volatile WorkerConfig config;
-  private volatile WorkerRuntime runtime;
-  // set by Builder.build(), before the worker is published
-  private List<Schedule> schedules = List.of();
-  private boolean runSchedules = true;
+  /** Its start and stop, and the runtime they make: this class is a facade over it. */
+  private final WorkerLifecycle lifecycle;
 
-  private PgTaskWorker(WorkerConfig config) {
-    this.config = config;
+  private PgTaskWorker(WorkerLifecycle lifecycle) {
+    this.lifecycle = lifecycle;
   }
 
   /**
@@ -145,21 +138,7 @@ public final class PgTaskWorker implements AutoCloseable {
    * @throws IllegalStateException when already started
    */
   public PgTaskWorker start() {
-    synchronized (lifecycle) {
-      if (runtime != null) {
-        throw new IllegalStateException("pgtask worker " + config.workerId() + " was already started");
-      }
-      Poolers.checkWorkerPool(config.dataSource(), config.workerId());
-      if (config.tenantLockNamespace() == null) {
-        config = config.withTenantLockNamespace(WorkerRuntime.readLockNamespace(config.dataSource()));
-      }
-      // declared before the scheduler starts, all or none: an invalid one (the database checks the
-      // cron expression) stops the start, every invalid one named
-      Schedules.declareAll(config.dataSource(), config.objectMapper(), schedules);
-      runtime = new WorkerRuntime(config);
-      runtime.runScheduler(runSchedules);
-      runtime.start();
-    }
+    lifecycle.start();
     return this;
   }
 
@@ -172,49 +151,41 @@ public final class PgTaskWorker implements AutoCloseable {
    */
   @Override
   public void close() {
-    WorkerRuntime r;
-    synchronized (lifecycle) {
-      r = runtime;
-    }
-    if (r != null) {
-      r.shutdown();
-    }
+    lifecycle.close();
   }
 
   /** This worker's id, as recorded in the tasks it claims and in {@code application_name}. */
   public String workerId() {
-    return config.workerId();
+    return lifecycle.config().workerId();
   }
 
   /** What this worker runs with: every setting as resolved by {@link Builder#build()}. */
   public WorkerSettings settings() {
-    return config.settings();
+    return lifecycle.config().settings();
   }
 
   /** Counters since start (all zero before {@link #start()}): for tests, logs and the command line. */
   public WorkerStatistics stats() {
-    WorkerRuntime r = runtime;
-    return r == null ? WorkerStatistics.ZERO : r.stats();
+    return lifecycle.stats();
   }
 
   static {
     WorkerAccess.install(new WorkerAccess.Accessor() {
       @Override
       public WorkerConfig config(PgTaskWorker worker) {
-        return worker.config;
+        return worker.lifecycle.config();
       }
 
       @Override
       public WorkerRuntime runtime(PgTaskWorker worker) {
-        return worker.runtime;
+        return worker.lifecycle.runtime();
       }
     });
   }
 
   /** Whether the worker is started and its LISTEN connection is listening right now. */
   public boolean listening() {
-    WorkerRuntime r = runtime;
-    return r != null && r.listening();
+    return lifecycle.listening();
   }
 
   /**
@@ -224,8 +195,7 @@ public final class PgTaskWorker implements AutoCloseable {
    * once per poll interval.
    */
   public java.time.Instant lastClaimAt() {
-    WorkerRuntime r = runtime;
-    return r == null ? null : r.lastClaimAt();
+    return lifecycle.lastClaimAt();
   }
 
   /** Builds a {@link PgTaskWorker}; everything is validated at {@link #build()}. */
@@ -248,14 +218,7 @@ public final class PgTaskWorker implements AutoCloseable {
 
     /** Registers a handler with its own options (e.g. timeout). */
     public <T> Builder handler(String kind, Class<T> type, TaskHandler<T> handler, HandlerOptions options) {
-      Objects.requireNonNull(kind, "kind");
-      Objects.requireNonNull(type, "type");
-      Objects.requireNonNull(handler, "handler");
-      Objects.requireNonNull(options, "options");
-      if (draft.handlers.containsKey(kind)) {
-        throw new IllegalArgumentException("a handler for kind '" + kind + "' is already registered");
-      }
-      draft.handlers.put(kind, new HandlerEntry<>(kind, type, handler, options));
+      draft.handler(kind, type, handler, options);
       return this;
     }
 
@@ -403,8 +366,7 @@ public final class PgTaskWorker implements AutoCloseable {
      * with its settings. For any other data source {@link #build()} fails and asks for this.
      */
     public Builder listenConnection(Callable<Connection> factory) {
-      draft.listenConnectionFactory = Objects.requireNonNull(factory, "factory");
-      draft.listenUrl = null; // the last of listenConnection and listenUrl wins
+      draft.listenConnection(factory);
       return this;
     }
 
@@ -421,9 +383,7 @@ public final class PgTaskWorker implements AutoCloseable {
 
     /** As {@link #listenUrl(String)}, logging in as {@code user} with {@code password} (either may be null). */
     public Builder listenUrl(String jdbcUrl, String user, String password) {
-      Objects.requireNonNull(jdbcUrl, "jdbcUrl");
-      draft.listenUrl = jdbcUrl;
-      draft.listenConnectionFactory = ListenConnections.forUrl(jdbcUrl, user, password);
+      draft.listenUrl(jdbcUrl, user, password);
       return this;
     }
 
@@ -492,10 +452,8 @@ public final class PgTaskWorker implements AutoCloseable {
      * @throws IllegalArgumentException naming every invalid setting at once
      */
     public PgTaskWorker build() {
-      PgTaskWorker worker = new PgTaskWorker(draft.resolve());
-      worker.schedules = List.copyOf(draft.schedules.values());
-      worker.runSchedules = draft.runSchedules;
-      return worker;
+      return new PgTaskWorker(new WorkerLifecycle(draft.resolve(), List.copyOf(draft.schedules.values()),
+          draft.runSchedules));
     }
   }
 }

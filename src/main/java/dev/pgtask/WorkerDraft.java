@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 
@@ -56,6 +57,31 @@ final class WorkerDraft {
 
   WorkerDraft(DataSource dataSource) {
     this.dataSource = dataSource;
+  }
+
+  /** A handler for {@code kind}; a second one for the same kind is refused at once. */
+  <T> void handler(String kind, Class<T> type, TaskHandler<T> handler, HandlerOptions options) {
+    Objects.requireNonNull(kind, "kind");
+    Objects.requireNonNull(type, "type");
+    Objects.requireNonNull(handler, "handler");
+    Objects.requireNonNull(options, "options");
+    if (handlers.containsKey(kind)) {
+      throw new IllegalArgumentException("a handler for kind '" + kind + "' is already registered");
+    }
+    handlers.put(kind, new HandlerEntry<>(kind, type, handler, options));
+  }
+
+  /** The LISTEN connection's factory; the last of this and {@link #listenUrl} wins. */
+  void listenConnection(Callable<Connection> factory) {
+    listenConnectionFactory = Objects.requireNonNull(factory, "factory");
+    listenUrl = null;
+  }
+
+  /** The LISTEN connection's URL and login; the last of this and {@link #listenConnection} wins. */
+  void listenUrl(String jdbcUrl, String user, String password) {
+    Objects.requireNonNull(jdbcUrl, "jdbcUrl");
+    listenUrl = jdbcUrl;
+    listenConnectionFactory = ListenConnections.forUrl(jdbcUrl, user, password);
   }
 
   /**

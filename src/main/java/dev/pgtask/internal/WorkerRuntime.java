@@ -3,7 +3,7 @@ package dev.pgtask.internal;
 import dev.pgtask.internal.executor.Executor;
 import dev.pgtask.internal.maintenance.Maintenance;
 import dev.pgtask.internal.notifier.Listener;
-import dev.pgtask.internal.producer.Producer;
+import dev.pgtask.internal.claim.Producer;
 import dev.pgtask.internal.schedule.Scheduler;
 import dev.pgtask.PgTaskException;
 import dev.pgtask.internal.sql.Sql;

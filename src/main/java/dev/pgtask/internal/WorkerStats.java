@@ -1,7 +1,7 @@
 package dev.pgtask.internal;
 
 import dev.pgtask.WorkerStatistics;
-import dev.pgtask.internal.executor.OutcomeName;
+import dev.pgtask.internal.complete.OutcomeName;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**

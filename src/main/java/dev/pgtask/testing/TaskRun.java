@@ -38,7 +38,7 @@ public record TaskRun(long taskId, String kind, int attempt, Result result, Stri
     LOST
   }
 
-  static Result resultOf(dev.pgtask.internal.executor.OutcomeName outcome) {
+  static Result resultOf(dev.pgtask.internal.complete.OutcomeName outcome) {
     return switch (outcome) {
       case COMPLETED -> Result.COMPLETED;
       case RETRIED -> Result.RETRY_SCHEDULED;

@@ -1,5 +1,9 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Outcome;
+import dev.pgtask.internal.complete.OutcomeWriter;
+import dev.pgtask.internal.complete.Outcomes;
+import dev.pgtask.internal.lease.Leases;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.Sql;
@@ -139,7 +143,7 @@ final class BatchCommit {
         : !tx.recorded.isEmpty() ? tx.recorded.get(0) : null;
     try {
       if (probe == null || config.transactionBounds().inTransaction(config.dataSource(),
-          dsl -> HeldQueries.stillRunningAs(dsl, probe.task().fence))) {
+          dsl -> HeldQueries.stillRunningAs(dsl, probe.task().fence()))) {
         return false;
       }
     } catch (RuntimeException checkFailed) {

@@ -27,7 +27,7 @@ final class Capacity {
   private final RecentFinishes recentFinishes = new RecentFinishes();
   /**
    * Claimed tasks an executor thread has not let go of yet: the producer's capacity. A plain task
-   * whose completion waits in the {@link Completer} is still held, but no longer occupies a slot.
+   * whose completion waits in the {@link dev.pgtask.internal.complete.Completer} is still held, but no longer occupies a slot.
    */
   private final AtomicInteger occupied = new AtomicInteger();
   private final Object capacityMonitor = new Object();

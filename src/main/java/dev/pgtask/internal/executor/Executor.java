@@ -1,5 +1,11 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Completer;
+import dev.pgtask.internal.complete.Outcome;
+import dev.pgtask.internal.complete.OutcomeWriter;
+import dev.pgtask.internal.complete.Outcomes;
+import dev.pgtask.internal.lease.LeaseKeeper;
+import dev.pgtask.internal.lease.Leases;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;
@@ -19,8 +25,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs claimed tasks on {@code concurrency} executor threads: the threads, their loop, the choice
- * of where each task runs, and the wiring of the parts that do the work. Each claimed task is one
+ * Runs claimed tasks on {@code concurrency} executor threads: the threads, their loop, and the choice
+ * of where each task runs. The parts that do the work are built and wired by {@link ExecutorParts}. Each claimed task is one
  * {@link LocalTask}, registered in {@link HeldTasks} from its claim until its outcome is durable;
  * outcomes are decided by {@link Outcomes} and written by {@link OutcomeWriter}.
  *
@@ -64,14 +70,13 @@ public final class Executor extends Service {
   public static final Duration STOP_ALLOWANCE = ExecutorShutdown.STOP_ALLOWANCE;
 
   private final WorkerConfig config;
-  private final Stopping stop = new Stopping();
+  private final Stopping stop;
   private final OutcomeWriter writer;
   private final Capacity capacity;
   private final KindSettings kinds;
   private final HeldTasks held;
   private final Intake intake;
   private final BatchPlan plan;
-  private final HandlerCall call;
   private final TransactionalRun transactional;
   private final BatchCommit batch;
   private final PlainRun plain;
@@ -82,24 +87,29 @@ public final class Executor extends Service {
   /** The executor threads' state, for the shutdown's last resort (aborting their transactions). */
   private final Set<ExecutorThread> workers = ConcurrentHashMap.newKeySet();
 
+  /** An executor over parts built for this worker ({@link ExecutorParts}). */
   public Executor(WorkerConfig config, WorkerStats stats) {
-    super("pgtask-exec", config.concurrency());
-    this.config = config;
-    Outcomes outcomes = new Outcomes(config);
-    this.writer = new OutcomeWriter(config, stats);
-    this.capacity = new Capacity(config);
-    this.kinds = new KindSettings(config, outcomes);
-    this.held = new HeldTasks(config, kinds, capacity, writer);
-    this.leases = new Leases(config);
-    this.intake = new Intake(config, held, stop);
-    this.plan = new BatchPlan(config);
-    this.call = new HandlerCall(config, outcomes, stop);
-    this.transactional = new TransactionalRun(config, outcomes, writer, held, intake, plan, kinds, call, stop);
-    this.batch = new BatchCommit(config, outcomes, writer, held, leases, intake, transactional, stop);
-    this.completer = new Completer(config, writer, held);
-    this.plain = new PlainRun(config, outcomes, held, leases, intake, capacity, completer, call);
-    this.keeper = new LeaseKeeper(config, held, leases);
-    this.shutdown = new ExecutorShutdown(config, stop, intake, held, workers, new ExecutorShutdown.Threads() {
+    this(new ExecutorParts(config, stats));
+  }
+
+  /** An executor that runs {@code parts} (a {@link DirectRun} runs the same parts without its threads). */
+  Executor(ExecutorParts parts) {
+    super("pgtask-exec", parts.config.concurrency());
+    this.config = parts.config;
+    this.stop = parts.stop;
+    this.writer = parts.writer;
+    this.capacity = parts.capacity;
+    this.kinds = parts.kinds;
+    this.held = parts.held;
+    this.intake = parts.intake;
+    this.plan = parts.plan;
+    this.transactional = parts.transactional;
+    this.batch = parts.batch;
+    this.plain = parts.plain;
+    this.completer = parts.completer;
+    this.leases = parts.leases;
+    this.keeper = parts.keeper;
+    this.shutdown = parts.shutdown(workers, new ExecutorShutdown.Threads() {
       @Override
       public boolean awaitUntil(long deadline) {
         return awaitThreads(deadline);
@@ -109,7 +119,7 @@ public final class Executor extends Service {
       public void stopNow() {
         stop(Duration.ZERO);
       }
-    }, keeper, completer, call);
+    });
   }
 
   /** Starts the executor threads, the completer and the lease keeper. */
@@ -361,45 +371,5 @@ public final class Executor extends Service {
       batch.abandon(w);
       held.finished(t);
     }
-  }
-
-  // ---- a direct run, on the caller's thread (DirectRun) ----
-
-  /** Counts each outcome also to {@code observer} (a direct run's report). */
-  void observe(OutcomeWriter.Observer observer) {
-    writer.observe(observer);
-  }
-
-  /**
-   * Runs one task claimed with the config's worker id on the calling thread, as an executor thread
-   * runs a task taken alone; plain-mode completions are written before it returns.
-   */
-  LocalTask runOnCaller(Claimed claimed) {
-    intake.claimStarting();
-    LocalTask t = held.register(List.of(claimed), System.nanoTime()).get(0);
-    ExecutorThread w = new ExecutorThread();
-    try {
-      // a plain task whose start could not be checked waits for its next turn: give it a few
-      for (int turn = 0; turn < 5; turn++) {
-        HandlerCall.withMdc(t, () -> runOne(w, t, true));
-        while (!w.alone.isEmpty()) {
-          LocalTask again = w.alone.poll();
-          HandlerCall.withMdc(again, () -> runOne(w, again, true));
-        }
-        batch.commit(w);
-        if (!intake.ready.remove(t)) {
-          break;
-        }
-      }
-      completer.flushRemaining();
-    } finally {
-      Thread.interrupted(); // an interrupt meant for the handler must not reach the caller
-    }
-    return t;
-  }
-
-  /** Ends what a direct run started: the watchdog's thread. */
-  void closeDirect() {
-    call.close();
   }
 }

@@ -1,5 +1,7 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Completer;
+import dev.pgtask.internal.lease.LeaseKeeper;
 import dev.pgtask.internal.WorkerConfig;
 import java.time.Duration;
 import java.util.Set;

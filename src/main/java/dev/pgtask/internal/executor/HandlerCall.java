@@ -1,5 +1,7 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Outcome;
+import dev.pgtask.internal.complete.Outcomes;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.WorkerConfig;

@@ -1,5 +1,8 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Outcome;
+import dev.pgtask.internal.complete.OutcomeWriter;
+import dev.pgtask.internal.lease.HeldRegistry;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
@@ -22,7 +25,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The registry of the tasks this worker holds, each a {@link LocalTask} from its claim until its
  * outcome is durable (or it is lost), and what keeps them true to the database: cancellation hints
- * and the results of the held-task checks. It writes no lease: {@link Leases} does (and applies
+ * and the results of the held-task checks. It writes no lease: {@link dev.pgtask.internal.lease.Leases} does (and applies
  * the renewals' answers), for the tasks listed by {@link #heldWithoutTransaction}.
  *
  * <p>Threads: {@link #held} is a concurrent map. It is written by {@link #register} (the producer's
@@ -34,7 +37,7 @@ import org.slf4j.LoggerFactory;
  * lost. {@link #claimsInFlight} (atomic) is written by the producer's thread, read by the listener
  * ({@link #hint}) and the lease keeper; {@link #checks} (atomic) is written by the lease keeper.
  */
-final class HeldTasks {
+final class HeldTasks implements HeldRegistry {
 
   private static final Logger log = LoggerFactory.getLogger(HeldTasks.class);
 
@@ -85,9 +88,15 @@ final class HeldTasks {
     return local;
   }
 
-  /** The task's outcome is durable (or it was lost): it is no longer held here. */
+  /**
+   * The task's outcome is durable (or it was lost): it is no longer held here. The one way a task
+   * becomes {@code DONE}, on whichever thread lets it go; the first call wins, later ones change
+   * nothing.
+   */
   void finished(LocalTask t) {
-    t.done();
+    if (!t.done()) {
+      return;
+    }
     held.remove(t.id(), t);
     capacity.freeSlot(t);
   }
@@ -126,8 +135,8 @@ final class HeldTasks {
     return ids;
   }
 
-  /** A copy of the held tasks. */
-  List<LocalTask> held() {
+  @Override
+  public List<LocalTask> held() {
     return new ArrayList<>(held.values());
   }
 
@@ -137,7 +146,8 @@ final class HeldTasks {
   }
 
   /** The tasks whose lease must be kept alive: those no transaction of ours has locked. */
-  List<LocalTask> heldWithoutTransaction() {
+  @Override
+  public List<LocalTask> heldWithoutTransaction() {
     List<LocalTask> out = new ArrayList<>();
     for (LocalTask t : held.values()) {
       LocalTask.State s = t.state();
@@ -165,13 +175,13 @@ final class HeldTasks {
     return claimsInFlight.get() > 0;
   }
 
-  /** Whether a claim's answer may be on its way. */
-  boolean claimInFlight() {
+  @Override
+  public boolean claimInFlight() {
     return claimsInFlight.get() > 0;
   }
 
-  /** A held-task check is about to read: its number, for {@link #apply}. */
-  long checkStarting() {
+  @Override
+  public long checkStarting() {
     return checks.incrementAndGet();
   }
 
@@ -180,7 +190,8 @@ final class HeldTasks {
    * apply whatever the order; the verified requests for unregistered claims are replaced only by a
    * check that started later than the one that last replaced them.
    */
-  void apply(Map<Long, HeldQueries.Held> found, long check) {
+  @Override
+  public void apply(Map<Long, HeldQueries.Held> found, long check) {
     synchronized (registry) {
       Set<Long> unregistered = new HashSet<>();
       found.forEach((id, answer) -> {

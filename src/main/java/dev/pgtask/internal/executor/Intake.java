@@ -1,5 +1,6 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Outcome;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.ClaimQueries.Claimed;
 import dev.pgtask.internal.sql.ExecuteQueries.LockResult;

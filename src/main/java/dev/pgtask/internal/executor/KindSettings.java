@@ -1,5 +1,6 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Outcomes;
 import dev.pgtask.HandlerOptions;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.WorkerConfig;

@@ -15,29 +15,43 @@ import org.slf4j.LoggerFactory;
  * One task claimed by this worker, from its claim until its outcome is written: its lifecycle
  * state, the stop requested of it, and (while its handler runs) the context the handler sees.
  *
- * <p>Ownership of {@link #state}: one writer at a time, handed over. The claim creates it
- * {@link State#WAITING} (the producer's thread, or a direct run's caller) and hands it over through
- * {@link Intake#ready}. The executor thread that takes it writes {@link State#LOCKED},
- * {@link State#RUNNING}, {@link State#FINISHING} and back to {@link State#WAITING}
- * ({@link #requeued}). {@link State#DONE} is written by {@link HeldTasks#finished}, on whichever
- * thread lets the task go: its executor thread; the completer's thread (at shutdown, the
- * shutdown's flush thread) once a plain task's completion is written or given up (the executor
- * thread let go of it when it handed it to {@link Completer#complete}, whose lock orders the two);
- * or, for a task no executor thread took, the producer's thread (a claim handed over after the
- * executor closed) or the shutdown's release thread. Every other thread (listener, watchdog, lease keeper, held-task check, shutdown) only
- * sends it a stop request through {@link #requestStop}, which also interrupts the handler and
- * cancels its running statement when the task is {@link State#RUNNING}. {@link #leaseFromNanos} is
- * written only by {@link Leases}, the one lease writer, on the thread of the renewal whose answer it
- * applies (the lease keeper's, through the pool; the listener's, after a renewal on its session
- * has committed; an executor thread, after a task transaction ended or at a plain task's start
- * fence); {@link #suspect} by the
- * listener's hints and by the executor thread that checks a plain task's start.
+ * <p><b>Who writes {@link #state}.</b> Every write is one call of {@link #moveTo}, under this
+ * task's monitor, and only along the edges of {@link State#mayBecome} (anything else throws, and
+ * changes nothing). That method is the only writer; its correctness does not depend on which
+ * thread calls it. The calls, and the threads that make them:
+ * <ul>
+ *   <li>{@link State#WAITING} at construction: the claim's hand-over ({@link HeldTasks#register},
+ *   on the producer's thread or a direct run's caller).</li>
+ *   <li>{@link #locked}, {@link #running}, {@link #finishing}, {@link #requeued}: the executor
+ *   thread that took the task (or a direct run's caller), in {@link TaskTransaction#lock},
+ *   {@link TransactionalRun}, {@link PlainRun}, {@link BatchCommit} and {@link Executor#runOne}.
+ *   Only code of this package can make them (package-private).</li>
+ *   <li>{@link #done}: {@link HeldTasks#finished} only, on whichever thread lets the task go (its
+ *   executor thread; the completer's thread, or the shutdown's flush thread, once a plain task's
+ *   completion is written or given up; the producer's thread for a claim handed over after the
+ *   executor closed; the shutdown's release thread). {@code DONE} is terminal and the first call
+ *   wins, so a task is let go once, whoever races to do it.</li>
+ * </ul>
+ * Every other thread (listener, watchdog, lease keeper, held-task check, shutdown, the completer)
+ * only sends the task a message: a stop request through {@link #requestStop} (first wins), which
+ * also interrupts the handler and cancels its running statement when the task is
+ * {@link State#RUNNING}; {@code RUNNING} is entered and left under the same monitor, so a stop
+ * request sees the handler's thread and connection that belong to that state. The other packages
+ * ({@code internal.complete}, {@code internal.lease}) see a task only through its public methods:
+ * its fence and context, its stop reason, its lease instant.
+ *
+ * <p>Other fields: {@link #leaseFromNanos} is written only by
+ * {@link dev.pgtask.internal.lease.Leases}, the one lease writer, on the thread of the renewal
+ * whose answer it applies (the lease keeper's, through the pool; the listener's, after a renewal on
+ * its session has committed; an executor thread, after a task transaction ended or at a plain
+ * task's start fence); {@link #suspect} by the listener's hints and by the executor thread that
+ * checks a plain task's start; the capacity slot once, by {@link Capacity#freeSlot}.
  */
-final class LocalTask implements TaskContext {
+public final class LocalTask implements TaskContext {
 
   private static final Logger log = LoggerFactory.getLogger(LocalTask.class);
 
-  /** Where a claimed task is. */
+  /** Where a claimed task is, and where it may go from there ({@link #mayBecome}). */
   enum State {
     /** Claimed, in the executor's queue: held without a transaction (its lease is kept alive). */
     WAITING,
@@ -47,22 +61,39 @@ final class LocalTask implements TaskContext {
     RUNNING,
     /** Its handler has returned; the outcome is being written. */
     FINISHING,
-    /** Its outcome is written (or it was lost): no longer held here. */
-    DONE
+    /** Its outcome is written (or it was lost): no longer held here. Terminal. */
+    DONE;
+
+    /**
+     * The edges of the lifecycle: {@code WAITING -> LOCKED} (re-locked in a task transaction),
+     * {@code WAITING | LOCKED -> RUNNING} (its handler starts: a plain task, or a claim's head whose
+     * transaction the claim opened, starts from {@code WAITING}), {@code RUNNING -> FINISHING},
+     * {@code WAITING | LOCKED | FINISHING -> WAITING} (its transaction ended before its outcome was
+     * durable, or before it ran: it waits again), and anything but {@code DONE} to {@code DONE}.
+     */
+    boolean mayBecome(State next) {
+      return switch (next) {
+        case WAITING -> this == WAITING || this == LOCKED || this == FINISHING;
+        case LOCKED -> this == WAITING;
+        case RUNNING -> this == WAITING || this == LOCKED;
+        case FINISHING -> this == RUNNING;
+        case DONE -> this != DONE;
+      };
+    }
   }
 
   /** Why a task was asked to stop; the first request wins. */
-  enum Stop { NONE, CANCELLED, TIMED_OUT, SHUTDOWN, LOST }
+  public enum Stop { NONE, CANCELLED, TIMED_OUT, SHUTDOWN, LOST }
 
   final Claimed claimed;
-  final Fence fence;
+  private final Fence fence;
   /** System.nanoTime() before the claim was sent: the lease runs from a database instant after it. */
   final long claimedNanos;
   /** Plain mode: runs outside any transaction. */
   final boolean plain;
   private final String workerId;
 
-  // written as the class comment says (one writer at a time); read by others (lease keeping, views of what runs here)
+  // written only by moveTo, under this object's monitor; read without it by others (lease keeping, views of what runs here)
   private volatile State state = State.WAITING;
   // written by Leases on the renewing thread (lease keeper, listener, executor thread): when the last renewal that covered it was sent
   private volatile long leaseFromNanos;
@@ -90,47 +121,81 @@ final class LocalTask implements TaskContext {
     this.plain = plain;
   }
 
-  long id() {
+  /** The fencing record of its attempt: every write of its row is conditioned on it. */
+  public Fence fence() {
+    return fence;
+  }
+
+  /** The task's id. */
+  public long id() {
     return claimed.id();
   }
 
+  /** Where the task is now (read without the monitor: a moment's view). */
   State state() {
     return state;
   }
 
-  /** Owner thread: the task is re-locked in a task transaction. */
-  void locked() {
-    state = State.LOCKED;
+  /**
+   * The only write of {@link #state}: moves it to {@code next} if the lifecycle allows it from where
+   * it is ({@link State#mayBecome}); otherwise throws and changes nothing. The caller holds this
+   * object's monitor.
+   */
+  private void moveTo(State next) {
+    State now = state;
+    if (!now.mayBecome(next)) {
+      throw new IllegalStateException("task " + id() + " attempt " + claimed.attempt() + " cannot become " + next
+          + " from " + now);
+    }
+    state = next;
   }
 
-  /** Owner thread: the handler starts on this thread, with this view of the transaction (null: plain). */
+  /** Its executor thread: the task is re-locked in a task transaction. */
+  synchronized void locked() {
+    moveTo(State.LOCKED);
+  }
+
+  /** Its executor thread: the handler starts on this thread, with this view of the transaction (null: plain). */
   synchronized void running(Connection connection, DSLContext dsl, Connection raw, JsonNode payload, Instant deadline) {
+    moveTo(State.RUNNING);
     this.runner = Thread.currentThread();
     this.connection = connection;
     this.dsl = dsl;
     this.rawConnection = raw;
     this.payload = payload;
     this.deadline = deadline;
-    this.state = State.RUNNING;
   }
 
-  /** Owner thread: the handler has returned; no stop request may touch its connection any more. */
+  /** Its executor thread: the handler has returned; no stop request may touch its connection any more. */
   synchronized void finishing() {
+    moveTo(State.FINISHING);
     this.connection = null;
     this.dsl = null;
     this.rawConnection = null;
     this.runner = null;
-    this.state = State.FINISHING;
   }
 
-  /** Owner thread: its transaction was lost before it ran or before its outcome was durable; it waits again. */
+  /** Its executor thread: its transaction ended before it ran or before its outcome was durable; it waits again. */
   synchronized void requeued() {
-    this.state = State.WAITING;
+    moveTo(State.WAITING);
   }
 
-  /** The thread that lets the task go ({@link HeldTasks#finished}): the outcome is written, or it was lost. */
-  void done() {
-    state = State.DONE;
+  /**
+   * The task is let go (its outcome is written, or it was lost): called by {@link HeldTasks#finished}
+   * only, on whichever thread lets it go. Returns true for the first call only; later calls change
+   * nothing. A handler's view of its transaction ends here too (if pgtask's own code failed while it
+   * ran).
+   */
+  synchronized boolean done() {
+    if (state == State.DONE) {
+      return false;
+    }
+    moveTo(State.DONE);
+    this.connection = null;
+    this.dsl = null;
+    this.rawConnection = null;
+    this.runner = null;
+    return true;
   }
 
   /**
@@ -138,7 +203,7 @@ final class LocalTask implements TaskContext {
    * is interrupted and its running statement cancelled; a task that has not started ends without
    * running when its thread takes it.
    */
-  boolean requestStop(Stop reason) {
+  public boolean requestStop(Stop reason) {
     synchronized (this) {
       if (stop != Stop.NONE || state == State.DONE) {
         return false;
@@ -159,15 +224,18 @@ final class LocalTask implements TaskContext {
     }
   }
 
-  synchronized Stop stopReason() {
+  /** The first stop requested of it ({@link Stop#NONE}: none). */
+  public synchronized Stop stopReason() {
     return stop;
   }
 
-  long leaseFromNanos() {
+  /** System.nanoTime() of the send of the last renewal (or claim) that found it this worker's. */
+  public long leaseFromNanos() {
     return leaseFromNanos;
   }
 
-  void leaseRenewed(long sentNanos) {
+  /** A renewal sent at {@code sentNanos} found it this worker's; called only by {@code Leases}. */
+  public void leaseRenewed(long sentNanos) {
     leaseFromNanos = sentNanos;
   }
 

@@ -1,5 +1,9 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Completer;
+import dev.pgtask.internal.complete.Outcome;
+import dev.pgtask.internal.complete.Outcomes;
+import dev.pgtask.internal.lease.Leases;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.HeldQueries;
@@ -135,7 +139,7 @@ final class PlainRun {
         // not renewed: no longer ours, or its row was locked for a moment (another renewal, an
         // operator's lock attempt); the durable state says which
         HeldQueries.Held answer = HeldQueries.checkHeld(Sql.using(config.dataSource()),
-            config.workerId(), List.of(t.fence)).get(t.id());
+            config.workerId(), List.of(t.fence())).get(t.id());
         HeldQueries.HeldState state = answer == null || answer.attempt() != t.claimed.attempt() ? null : answer.state();
         if (state == HeldQueries.HeldState.GONE) {
           t.requestStop(LocalTask.Stop.LOST);

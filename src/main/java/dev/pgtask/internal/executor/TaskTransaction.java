@@ -1,5 +1,6 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Outcome;
 import dev.pgtask.internal.sql.CompletionQueries;
 import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.internal.sql.ExecuteQueries;
@@ -131,7 +132,7 @@ final class TaskTransaction {
       dev.pgtask.internal.sql.TxBounds bounds) throws SQLException {
     List<Fence> fences = new ArrayList<>(tasks.size());
     for (LocalTask t : tasks) {
-      fences.add(t.fence);
+      fences.add(t.fence());
     }
     releaseSavepointIfOpen();
     Map<Long, LockResult> result = ExecuteQueries.lockForExecution(conn, fences, applicationName,
@@ -201,7 +202,7 @@ final class TaskTransaction {
   int commit(boolean checkLast, String workerQueues) throws SQLException {
     List<Fence> fences = new ArrayList<>(completed.size());
     for (Run r : completed) {
-      fences.add(r.task().fence);
+      fences.add(r.task().fence());
     }
     Before before = !savepointOpen ? Before.NOTHING : checkLast ? Before.CHECK_AND_RELEASE : Before.RELEASE;
     int done = CompletionQueries.completeAllAndCommit(conn, fences, before, workerQueues);

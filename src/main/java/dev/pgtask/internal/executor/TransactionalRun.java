@@ -1,5 +1,8 @@
 package dev.pgtask.internal.executor;
 
+import dev.pgtask.internal.complete.Outcome;
+import dev.pgtask.internal.complete.OutcomeWriter;
+import dev.pgtask.internal.complete.Outcomes;
 import dev.pgtask.internal.HandlerEntry;
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.sql.TaskSql;

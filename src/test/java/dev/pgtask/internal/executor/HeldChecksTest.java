@@ -8,6 +8,8 @@ import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.WorkerAccess;
 import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.complete.OutcomeWriter;
+import dev.pgtask.internal.complete.Outcomes;
 import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.ClaimQueries;
 import dev.pgtask.internal.sql.Fence;

@@ -1,4 +1,4 @@
-package dev.pgtask.internal.executor;
+package dev.pgtask.internal.complete;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -8,7 +8,7 @@ import java.time.Instant;
  * place ({@link Outcomes}), and {@link OutcomeWriter} is the only code that writes one to the
  * database and counts it.
  */
-sealed interface Outcome {
+public sealed interface Outcome {
 
   /** The name in metrics and logs when the outcome is applied as decided ({@link OutcomeName#decided}). */
   default String name() {
@@ -23,11 +23,11 @@ sealed interface Outcome {
    * {@code retryDelay} (database clock), or discarded when {@code discard} or no attempt is left.
    */
   record Failed(String error, Duration retryDelay, Instant retryAt, boolean discard) implements Outcome {
-    static Failed retry(String error, Duration delay) {
+    public static Failed retry(String error, Duration delay) {
       return new Failed(error, delay, null, false);
     }
 
-    static Failed discarded(String error) {
+    public static Failed discarded(String error) {
       return new Failed(error, Duration.ZERO, null, true);
     }
   }

@@ -1,4 +1,4 @@
-package dev.pgtask.internal.executor;
+package dev.pgtask.internal.complete;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.pgtask.DiscardTaskException;
 import dev.pgtask.RetryTaskException;
 import dev.pgtask.SnoozeTaskException;
+import dev.pgtask.internal.executor.LocalTask;
+import dev.pgtask.internal.executor.UnitConfigs;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;

@@ -1,7 +1,8 @@
-package dev.pgtask.internal.executor;
+package dev.pgtask.internal.complete;
 
 import dev.pgtask.internal.WorkerConfig;
 import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.executor.LocalTask;
 import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.OutcomeQueries;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
@@ -13,30 +14,30 @@ import org.jooq.DSLContext;
  * transaction's commit or by the {@link Completer}), and the one counter of every outcome. Each
  * write is fenced: a claim that is no longer ours matches no row and writes nothing.
  */
-final class OutcomeWriter {
+public final class OutcomeWriter {
 
   private final WorkerConfig config;
   private final WorkerStats stats;
   private volatile java.util.function.Consumer<Duration> dueIn = d -> { };
 
-  OutcomeWriter(WorkerConfig config, WorkerStats stats) {
+  public OutcomeWriter(WorkerConfig config, WorkerStats stats) {
     this.config = config;
     this.stats = stats;
   }
 
   /** Sees each outcome as it is counted (the testing helpers' report); nothing by default. */
-  interface Observer {
+  public interface Observer {
     void counted(LocalTask t, Outcome o, OutcomeName name);
   }
 
   private volatile Observer observer = (t, o, name) -> { };
 
-  void observe(Observer observer) {
+  public void observe(Observer observer) {
     this.observer = observer;
   }
 
   /** Told when an outcome just made durable puts its task back to run after a delay. */
-  void onDueIn(java.util.function.Consumer<Duration> dueIn) {
+  public void onDueIn(java.util.function.Consumer<Duration> dueIn) {
     this.dueIn = dueIn;
   }
 
@@ -45,8 +46,8 @@ final class OutcomeWriter {
    * row and tenant locks, or an autocommit connection for tasks held without one). Returns the
    * state the task is left in, or null when the fence did not match (or there is nothing to write).
    */
-  TaskState write(DSLContext dsl, LocalTask t, Outcome o) {
-    Fence f = t.fence;
+  public TaskState write(DSLContext dsl, LocalTask t, Outcome o) {
+    Fence f = t.fence();
     if (o instanceof Outcome.Failed failed) {
       return failed.retryAt() != null
           ? OutcomeQueries.failUntil(dsl, f, failed.error(), failed.retryAt(), failed.discard())
@@ -72,7 +73,7 @@ final class OutcomeWriter {
    * (null: fenced out, nothing counted). A run that was to be put back ends cancelled when a
    * cancellation was requested meanwhile, and is counted so.
    */
-  void count(LocalTask t, Outcome o, TaskState result, long startNanos) {
+  public void count(LocalTask t, Outcome o, TaskState result, long startNanos) {
     OutcomeName name = OutcomeName.counted(o, result);
     observer.counted(t, o, name);
     if (o instanceof Outcome.Lost) {
@@ -91,13 +92,13 @@ final class OutcomeWriter {
       // a deferral is counted whether or not its write matched; one that met a cancel request
       // is counted as cancelled too
       stats.counted(OutcomeName.DEFERRED);
-      config.metrics().tenantDeferred(t.claimed.queue());
+      config.metrics().tenantDeferred(t.queue());
     }
     if (name == OutcomeName.DEFERRED || name == OutcomeName.LOST) {
       return;
     }
     stats.counted(name);
-    config.metrics().finished(t.claimed.queue(), t.claimed.kind(), name.label(),
+    config.metrics().finished(t.queue(), t.kind(), name.label(),
         Duration.ofNanos(Math.max(0, System.nanoTime() - startNanos)));
   }
 }

@@ -1,4 +1,4 @@
-package dev.pgtask.internal.executor;
+package dev.pgtask.internal.complete;
 
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import java.util.Locale;

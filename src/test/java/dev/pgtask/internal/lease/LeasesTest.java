@@ -1,4 +1,4 @@
-package dev.pgtask.internal.executor;
+package dev.pgtask.internal.lease;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,7 +7,8 @@ import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.WorkerAccess;
 import dev.pgtask.internal.WorkerConfig;
-import dev.pgtask.internal.WorkerStats;
+import dev.pgtask.internal.executor.LocalTask;
+import dev.pgtask.internal.executor.UnitConfigs;
 import dev.pgtask.internal.sql.ClaimQueries;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.testsupport.QueueDatabase;
@@ -33,7 +34,6 @@ class LeasesTest {
   static final QueueDatabase queue = new QueueDatabase("leases", 3);
 
   private WorkerConfig config;
-  private HeldTasks held;
   private Leases leases;
 
   @BeforeEach
@@ -42,22 +42,19 @@ class LeasesTest {
     PgTaskWorker w = PgTaskWorker.builder(queue.pool()).concurrency(2).leaseDuration(Duration.ofSeconds(90))
         .handler("leases.k", (ctx, p) -> { }).build();
     config = WorkerAccess.config(w);
-    held = new HeldTasks(config, new KindSettings(config, new Outcomes(config)), new Capacity(config),
-        new OutcomeWriter(config, new WorkerStats()));
     leases = new Leases(config);
   }
 
-  /** Claims {@code n} tasks as this worker, with a lease of a few seconds, and registers them. */
+  /** Claims {@code n} tasks as this worker, with a lease of a few seconds, as the claim hands them over. */
   private List<LocalTask> claim(int n) {
     for (int i = 0; i < n; i++) {
       queue.pgtask().enqueue(NewTask.of("leases.k", null, TaskOptions.defaults()));
     }
-    held.claimStarting();
     long claimNanos = System.nanoTime();
     var claim = ClaimQueries.claimAvailable(queue.pool(), List.of("default"), List.of("leases.k"), n,
         config.workerId(), Duration.ofSeconds(5), false);
     assertThat(claim.tasks()).hasSize(n);
-    return held.register(claim.tasks(), claimNanos);
+    return claim.tasks().stream().map(c -> UnitConfigs.claimed(c, config.workerId(), claimNanos)).toList();
   }
 
   private long leaseSecondsLeft(LocalTask t) throws Exception {
@@ -71,7 +68,7 @@ class LeasesTest {
     LocalTask cancelled = tasks.get(1);
     LocalTask takenOver = tasks.get(2);
     queue.sql().exec("INSERT INTO pgtask.cancel_request (task_id, attempt) VALUES (" + cancelled.id() + ", "
-        + cancelled.claimed.attempt() + ")");
+        + cancelled.attempt() + ")");
     // rescued and claimed by another worker since
     queue.sql().exec("UPDATE pgtask.task SET owner = 'someone-else', attempt = attempt + 1 WHERE id = " + takenOver.id());
     long takenOverFrom = takenOver.leaseFromNanos();

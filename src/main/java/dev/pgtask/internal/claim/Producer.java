@@ -1,4 +1,4 @@
-package dev.pgtask.internal.producer;
+package dev.pgtask.internal.claim;
 
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.WorkerConfig;

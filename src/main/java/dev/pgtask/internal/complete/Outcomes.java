@@ -1,9 +1,10 @@
-package dev.pgtask.internal.executor;
+package dev.pgtask.internal.complete;
 
 import dev.pgtask.DiscardTaskException;
 import dev.pgtask.RetryTaskException;
 import dev.pgtask.SnoozeTaskException;
 import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.executor.LocalTask;
 import dev.pgtask.internal.sql.TaskSql;
 import dev.pgtask.internal.sql.Sql;
 import java.time.Duration;
@@ -14,18 +15,18 @@ import java.util.concurrent.ThreadLocalRandom;
  * one place where outcomes are decided. Every {@link Throwable} a handler throws maps to an
  * outcome (an {@link Error} fails the attempt like an exception does).
  */
-final class Outcomes {
+public final class Outcomes {
 
   private static final int MAX_ERROR_LENGTH = 2_000;
 
   private final WorkerConfig config;
 
-  Outcomes(WorkerConfig config) {
+  public Outcomes(WorkerConfig config) {
     this.config = config;
   }
 
   /** What a handler's throwable means for the attempt. */
-  Outcome ofFailure(LocalTask t, Throwable e) {
+  public Outcome ofFailure(LocalTask t, Throwable e) {
     if (e instanceof SnoozeTaskException s) {
       return new Outcome.Snoozed(s.delay());
     }
@@ -35,44 +36,44 @@ final class Outcomes {
     if (e instanceof RetryTaskException r) {
       return new Outcome.Failed(describe(e), r.at() == null ? r.delay() : Duration.ZERO, r.at(), false);
     }
-    return Outcome.Failed.retry(describe(e), backoff(t.claimed.attempt()));
+    return Outcome.Failed.retry(describe(e), backoff(t.attempt()));
   }
 
   /** What a stop request means for the attempt it stopped (or kept from starting). */
-  Outcome ofStop(LocalTask t, LocalTask.Stop stop) {
+  public Outcome ofStop(LocalTask t, LocalTask.Stop stop) {
     return switch (stop) {
       case CANCELLED -> new Outcome.Cancelled(TaskSql.CANCELLED_AS_REQUESTED);
       case SHUTDOWN -> new Outcome.Released();
       case TIMED_OUT -> Outcome.Failed.retry("timed out after " + timeout(t).toMillis() + " ms",
-          backoff(t.claimed.attempt()));
+          backoff(t.attempt()));
       case LOST -> new Outcome.Lost("no longer this worker's claim");
       case NONE -> throw new IllegalStateException("not stopped");
     };
   }
 
   /** The handler returned, but an SQL error inside it (caught there) had aborted the task's transaction. */
-  Outcome abortedByHandler(LocalTask t) {
+  public Outcome abortedByHandler(LocalTask t) {
     return Outcome.Failed.retry("the handler returned normally, but one of its SQL statements failed and aborted the "
-        + "task's transaction (the handler caught the error instead of letting it propagate)", backoff(t.claimed.attempt()));
+        + "task's transaction (the handler caught the error instead of letting it propagate)", backoff(t.attempt()));
   }
 
   /** The handler sent COMMIT or ROLLBACK (or ended the transaction otherwise) behind the worker's back. */
-  Outcome endedByHandler(LocalTask t) {
+  public Outcome endedByHandler(LocalTask t) {
     return Outcome.Failed.retry("the handler ended the task's transaction itself (COMMIT or ROLLBACK sent as SQL); "
-        + "pgtask manages the task's transaction: throw an exception to roll the task back", backoff(t.claimed.attempt()));
+        + "pgtask manages the task's transaction: throw an exception to roll the task back", backoff(t.attempt()));
   }
 
   /** The task's transaction was lost with everything in it (connection, server or COMMIT failure). */
-  Outcome transactionFailed(LocalTask t, Throwable e) {
-    return Outcome.Failed.retry("task transaction failed: " + describe(e), backoff(t.claimed.attempt()));
+  public Outcome transactionFailed(LocalTask t, Throwable e) {
+    return Outcome.Failed.retry("task transaction failed: " + describe(e), backoff(t.attempt()));
   }
 
-  Duration timeout(LocalTask t) {
-    return timeout(config.handlers().get(t.claimed.kind()));
+  public Duration timeout(LocalTask t) {
+    return timeout(config.handlers().get(t.kind()));
   }
 
   /** A kind's task timeout: its handler's own, or the worker's. */
-  Duration timeout(dev.pgtask.internal.HandlerEntry<?> h) {
+  public Duration timeout(dev.pgtask.internal.HandlerEntry<?> h) {
     return h != null && h.options().timeout() != null ? h.options().timeout() : config.taskTimeout();
   }
 
@@ -89,7 +90,7 @@ final class Outcomes {
     return Duration.ofMillis(Math.max(0, d + j));
   }
 
-  static String describe(Throwable t) {
+  public static String describe(Throwable t) {
     String s = t.getClass().getName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
     String state = Sql.sqlState(t);
     if (state != null && !s.contains(state)) {

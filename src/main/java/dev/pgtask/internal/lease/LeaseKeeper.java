@@ -1,8 +1,9 @@
-package dev.pgtask.internal.executor;
+package dev.pgtask.internal.lease;
 
 import dev.pgtask.internal.Service;
 import dev.pgtask.internal.notifier.SessionWork;
 import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.executor.LocalTask;
 import dev.pgtask.internal.sql.HeldQueries;
 import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.Sql;
@@ -30,21 +31,21 @@ import org.slf4j.LoggerFactory;
  * cleared by the keeper's thread. {@link #sessionRenewalDue} and {@link #sessionRenewedAt} are
  * written by the listener's thread (the renewal on its session) and read by the keeper's thread,
  * which renews through the pool only while the session does not. Check answers are applied through
- * {@link HeldTasks#apply} (stop requests), renewal answers by {@link Leases} (lease instants, stop
+ * {@link HeldRegistry#apply} (stop requests), renewal answers by {@link Leases} (lease instants, stop
  * requests), on the thread that read them.
  */
-final class LeaseKeeper extends Service {
+public final class LeaseKeeper extends Service {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseKeeper.class);
   static final long MIN_CHECK_SPACING_MILLIS = 20;
 
   private final WorkerConfig config;
-  private final HeldTasks heldTasks;
+  private final HeldRegistry heldTasks;
   private final Leases leases;
   private final Object signal = new Object();
   private boolean checkRequested; // guarded by signal
 
-  LeaseKeeper(WorkerConfig config, HeldTasks heldTasks, Leases leases) {
+  public LeaseKeeper(WorkerConfig config, HeldRegistry heldTasks, Leases leases) {
     super("pgtask-leases-" + config.workerId(), 1);
     this.config = config;
     this.heldTasks = heldTasks;
@@ -52,7 +53,7 @@ final class LeaseKeeper extends Service {
   }
 
   /** Asks for a check of the held tasks soon (a hint arrived, or the listener reconnected). */
-  void requestCheck() {
+  public void requestCheck() {
     synchronized (signal) {
       checkRequested = true;
       signal.notifyAll();
@@ -124,7 +125,7 @@ final class LeaseKeeper extends Service {
    * while the worker lives, so no rescue takes it from a live worker. The keeper renews through the
    * pool only while the session does not (the listener is down).
    */
-  SessionWork sessionRenewal() {
+  public SessionWork sessionRenewal() {
     return new SessionWork() {
       // nothing held without a transaction: nothing to renew, no round of its own
       @Override
@@ -168,7 +169,7 @@ final class LeaseKeeper extends Service {
   }
 
   /** Reads what happened to the held tasks, and tells the heldTasks. */
-  void check() {
+  public void check() {
     List<LocalTask> held = heldTasks.held();
     if (held.isEmpty() && !heldTasks.claimInFlight()) {
       heldTasks.apply(Map.of(), heldTasks.checkStarting()); // nothing held, nothing on its way: nothing to read
@@ -176,7 +177,7 @@ final class LeaseKeeper extends Service {
     }
     long started = heldTasks.checkStarting();
     List<Fence> fences = new ArrayList<>(held.size());
-    held.forEach(t -> fences.add(t.fence));
+    held.forEach(t -> fences.add(t.fence()));
     try {
       Map<Long, HeldQueries.Held> found = HeldQueries.checkHeld(Sql.using(config.dataSource()), config.workerId(), fences);
       heldTasks.apply(found, started);

@@ -1,6 +1,7 @@
-package dev.pgtask.internal.executor;
+package dev.pgtask.internal.lease;
 
 import dev.pgtask.internal.WorkerConfig;
+import dev.pgtask.internal.executor.LocalTask;
 import dev.pgtask.internal.sql.Fence;
 import dev.pgtask.internal.sql.LeaseQueries;
 import dev.pgtask.internal.sql.Sql;
@@ -29,28 +30,28 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #renewThroughPool}: the same renewal through the pool, in a transaction bounded by
  *   {@code TxBounds}, on the lease keeper's thread while the listener's session does not renew.</li>
  *   <li>{@link #renewAfterTransaction}: tasks taken out of a task transaction that ended (their rows
- *   unlocked now), on the executor thread, before they wait again ({@link BatchCommit},
- *   {@link Executor}).</li>
+ *   unlocked now), on the executor thread, before they wait again ({@code BatchCommit},
+ *   {@code Executor}).</li>
  *   <li>{@link #fenceStart}: a plain task's start fence, together with other waiting plain tasks
- *   that need the same check, on the executor thread ({@link PlainRun}); returns the answer.</li>
+ *   that need the same check, on the executor thread ({@code PlainRun}); returns the answer.</li>
  * </ul>
  *
  * <p>Threads: stateless apart from its final fields; the lease instant it writes is
  * {@link LocalTask#leaseFromNanos} (volatile), the stop requests go through
  * {@link LocalTask#requestStop}.
  */
-final class Leases {
+public final class Leases {
 
   private static final Logger log = LoggerFactory.getLogger(Leases.class);
 
   private final WorkerConfig config;
 
-  Leases(WorkerConfig config) {
+  public Leases(WorkerConfig config) {
     this.config = config;
   }
 
   /** How often a task held without a transaction has its lease renewed: a third of the lease, at least 50 ms. */
-  long intervalNanos() {
+  public long intervalNanos() {
     return Math.max(TimeUnit.MILLISECONDS.toNanos(50), config.leaseDuration().toNanos() / 3);
   }
 
@@ -58,14 +59,14 @@ final class Leases {
    * Renews the leases of {@code tasks} in {@code tx} (the listener's round, which bounds and commits
    * it); returns the application of the answer, to run once the round has committed.
    */
-  Runnable renewIn(DSLContext tx, List<LocalTask> tasks) {
+  public Runnable renewIn(DSLContext tx, List<LocalTask> tasks) {
     long sent = System.nanoTime();
     Map<Long, Boolean> found = send(tx, tasks);
     return () -> apply(tasks, found, sent);
   }
 
   /** Renews the leases of {@code tasks} through the pool, in a transaction bounded by {@code TxBounds}; a failure is logged. */
-  void renewThroughPool(List<LocalTask> tasks) {
+  public void renewThroughPool(List<LocalTask> tasks) {
     long sent = System.nanoTime();
     try {
       apply(tasks, config.transactionBounds().inTransaction(config.dataSource(), tx -> send(tx, tasks)), sent);
@@ -79,7 +80,7 @@ final class Leases {
    * not run out while they wait. One autocommit statement; a failure is logged (the lease keeper
    * renews them at its next turn).
    */
-  void renewAfterTransaction(List<LocalTask> tasks) {
+  public void renewAfterTransaction(List<LocalTask> tasks) {
     if (tasks.isEmpty()) {
       return;
     }
@@ -97,7 +98,7 @@ final class Leases {
    * cancel request stands for its attempt; a task missing is no longer ours or was locked for a
    * moment. A failure is thrown to the caller.
    */
-  Map<Long, Boolean> fenceStart(List<LocalTask> batch) {
+  public Map<Long, Boolean> fenceStart(List<LocalTask> batch) {
     long sent = System.nanoTime();
     Map<Long, Boolean> found = send(Sql.using(config.dataSource()), batch);
     apply(batch, found, sent);
@@ -106,7 +107,7 @@ final class Leases {
 
   private Map<Long, Boolean> send(DSLContext dsl, List<LocalTask> tasks) {
     List<Fence> fences = new ArrayList<>(tasks.size());
-    tasks.forEach(t -> fences.add(t.fence));
+    tasks.forEach(t -> fences.add(t.fence()));
     return LeaseQueries.extendLeases(dsl, fences, config.leaseDuration());
   }
 
