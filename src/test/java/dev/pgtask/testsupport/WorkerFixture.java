@@ -159,13 +159,11 @@ public final class WorkerFixture implements AfterEachCallback {
   }
 
   /**
-   * Waits until the worker's LISTEN session is connected and idle (it has run its {@code LISTEN}s):
-   * from then on a notification wakes it.
+   * Waits until the worker's {@code LISTEN}s are in place ({@link PgTaskWorker#listening()}): from
+   * then on a notification reaches it. (Its LISTEN session showing idle in {@code pg_stat_activity}
+   * says less: the session is idle, under the same name, before its LISTENs and between its polls.)
    */
   public void awaitListening(PgTaskWorker worker, Duration atMost) {
-    Db sql = new Db(database.get());
-    await("worker " + worker.workerId() + " listens").atMost(atMost).until(() -> sql.count(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgtask listen " + worker.workerId()
-            + "' AND state = 'idle'") == 1);
+    await("worker " + worker.workerId() + " listens").atMost(atMost).until(worker::listening);
   }
 }

@@ -8,8 +8,8 @@ import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.maintenance.Maintenance;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,7 +17,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -29,6 +28,9 @@ class CommitBatchingAndPlainModeTest {
   static final QueueDatabase queue = new QueueDatabase("batching", 10,
       "CREATE TABLE effect (task_id bigint, attempt int, tenant text, started_at timestamptz, finished_at timestamptz)");
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks(4);
+
   PgTaskWorker worker;
 
   @BeforeEach
@@ -36,18 +38,9 @@ class CommitBatchingAndPlainModeTest {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM effect");
   }
 
-  @AfterEach
-  void stop() throws Exception {
-    if (worker != null) {
-      worker.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
-    Leaks.assertPoolConnectionsClean(queue.pool(), 4);
-  }
-
   @Test
   void batchedCommitsKeepEachTaskAtomicAndTenantsExclusive() throws Exception {
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(4).prefetch(100).commitBatch(16, Duration.ofMillis(100))
+    worker = workers.start(workers.builder().concurrency(4).prefetch(100).commitBatch(16, Duration.ofMillis(100))
         .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
         .handler("test.effect", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
@@ -59,7 +52,7 @@ class CommitBatchingAndPlainModeTest {
           if (ctx.taskId() % 7 == 0 && ctx.attempt() == 1) {
             throw new IllegalStateException("first attempt of every 7th task fails");
           }
-        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()).build().start();
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 600; i++) {
       TaskOptions o = i % 3 == 0 ? TaskOptions.defaults() : TaskOptions.defaults().withTenant("t" + (i % 10));
@@ -81,7 +74,7 @@ class CommitBatchingAndPlainModeTest {
   void aBatchLockedAheadNamesEachTaskWhileItRunsAndGivesBackWhatItDidNotRunOnShutdown() throws Exception {
     List<String> names = java.util.Collections.synchronizedList(new ArrayList<>());
     java.util.concurrent.CountDownLatch firstStarted = new java.util.concurrent.CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(40).commitBatch(32, Duration.ofSeconds(30))
+    worker = workers.start(workers.builder().concurrency(1).prefetch(40).commitBatch(32, Duration.ofSeconds(30))
         .shutdownTimeout(Duration.ofSeconds(10))
         .handler("test.named", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement();
@@ -91,7 +84,7 @@ class CommitBatchingAndPlainModeTest {
           }
           firstStarted.countDown();
           Thread.sleep(100);
-        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()).build().start();
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 30; i++) {
       tasks.add(NewTask.of("test.named", null));
@@ -101,7 +94,6 @@ class CommitBatchingAndPlainModeTest {
     // a few of the batch's tasks ran (100 ms each, one at a time); the rest are locked ahead, not run
     await("three handlers ran").atMost(Duration.ofSeconds(10)).until(() -> names.size() >= 3);
     worker.close();
-    worker = null;
 
     assertThat(names).as("application_name seen by each handler").isNotEmpty()
         .allSatisfy(n -> assertThat(n.substring(n.indexOf('=') + 1))
@@ -132,12 +124,11 @@ class CommitBatchingAndPlainModeTest {
         }
       }
     };
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(100).commitBatch(16, Duration.ofSeconds(5))
+    worker = workers.start(workers.builder().concurrency(1).prefetch(100).commitBatch(16, Duration.ofSeconds(5))
         .handler("test.reader", com.fasterxml.jackson.databind.JsonNode.class, readAndMaybeSet,
             HandlerOptions.defaults().withSharedTransaction())
         .handler("test.setter", com.fasterxml.jackson.databind.JsonNode.class, readAndMaybeSet,
-            HandlerOptions.defaults().withSharedTransaction())
-        .build().start();
+            HandlerOptions.defaults().withSharedTransaction()));
     List<NewTask> warm = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
       // the kinds' first runs, alone; the setter sets nothing yet, so it is batched like the reader
@@ -161,7 +152,7 @@ class CommitBatchingAndPlainModeTest {
   void plainModeRunsWithoutATransactionCompletesInBatchesAndKeepsLeasesAlive() throws Exception {
     Set<String> seen = ConcurrentHashMap.newKeySet();
     AtomicReference<String> tenantConnection = new AtomicReference<>();
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(4).leaseDuration(Duration.ofMillis(600))
+    worker = workers.start(workers.builder().concurrency(4).leaseDuration(Duration.ofMillis(600))
         .handler("test.plain", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           if (ctx.tenant() != null) {
             tenantConnection.set(ctx.connection().getMetaData().getURL());
@@ -176,8 +167,7 @@ class CommitBatchingAndPlainModeTest {
           if (p.path("slow").asBoolean()) {
             Thread.sleep(2_000);
           }
-        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
-        .build().start();
+        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN)));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 1_000; i++) {
       tasks.add(NewTask.of("test.plain", null));
@@ -206,7 +196,8 @@ class CommitBatchingAndPlainModeTest {
   void cancellingARunningPlainTaskEndsItAtOnceAndInterruptsItsHandler() throws Exception {
     java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.CountDownLatch interrupted = new java.util.concurrent.CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
+    worker = workers.start(workers.builder().concurrency(2)
+        .pollInterval(PgTaskWorker.DEFAULT_POLL_INTERVAL) // the cancellation is heard, not found by a poll
         .handler("test.plain.hold", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           started.countDown();
           try {
@@ -215,11 +206,9 @@ class CommitBatchingAndPlainModeTest {
             interrupted.countDown();
             throw e;
           }
-        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
-        .build().start();
+        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN)));
     // the worker hears the cancellation on its LISTEN pgtask_control connection
-    await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count("SELECT count(*) FROM pg_stat_activity "
-        + "WHERE application_name = 'pgtask listen " + worker.workerId() + "' AND state = 'idle'") == 1);
+    workers.awaitListening(worker, Duration.ofSeconds(10));
     long id = queue.pgtask().enqueue(NewTask.of("test.plain.hold", null));
     assertThat(started.await(10, java.util.concurrent.TimeUnit.SECONDS)).as("handler started").isTrue();
     // a plain handler holds no row lock: the task is cancelled at once, and its worker is told

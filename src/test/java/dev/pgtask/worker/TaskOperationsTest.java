@@ -13,9 +13,9 @@ import dev.pgtask.TaskNotFoundException;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.TaskStateException;
 import dev.pgtask.TaskUpdate;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.LogCapture;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -37,6 +37,9 @@ class TaskOperationsTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("ops", 8, "CREATE TABLE effect (task_id bigint)");
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
+
   PgTaskWorker worker;
   CountDownLatch release;
   CountDownLatch started;
@@ -47,7 +50,7 @@ class TaskOperationsTest {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM effect");
     release = new CountDownLatch(1);
     started = new CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(2).queues("ops").pollInterval(Duration.ofMillis(300))
+    worker = workers.start(workers.builder().concurrency(2).queues("ops").pollInterval(Duration.ofMillis(300))
         .handler("test.hold", (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
             st.execute("INSERT INTO effect VALUES (" + ctx.taskId() + ")");
@@ -59,18 +62,15 @@ class TaskOperationsTest {
             interrupted.set(true);
             throw e;
           }
-        })
-        .build().start();
+        }));
     // a task started before the worker's LISTEN pgtask_control could not be told of a cancellation
     // (the listener's session also runs polls and maintenance ticks, so its last statement says nothing: ask the worker)
     await().atMost(Duration.ofSeconds(30)).until(() -> dev.pgtask.internal.WorkerAccess.runtime(worker).listening());
   }
 
   @AfterEach
-  void stopWorker() throws Exception {
-    release.countDown();
-    worker.close();
-    Leaks.assertNoAdvisoryLocks(queue.database());
+  void releaseHandlers() {
+    release.countDown(); // before the fixture closes the worker
   }
 
   private long runningTask() throws Exception {

@@ -12,8 +12,8 @@ import dev.pgtask.RetryTaskException;
 import dev.pgtask.SnoozeTaskException;
 import dev.pgtask.TaskArgs;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -23,7 +23,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -43,7 +42,8 @@ class WorkerTest {
     }
   }
 
-  final List<PgTaskWorker> workers = new ArrayList<>();
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks(5);
 
   @BeforeEach
   void clean() throws SQLException {
@@ -51,24 +51,13 @@ class WorkerTest {
     exec("DELETE FROM effect");
   }
 
-  @AfterEach
-  void stopWorkersAndCheckLeaks() throws SQLException {
-    for (PgTaskWorker w : workers) {
-      w.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
-    Leaks.assertPoolConnectionsClean(queue.pool(), 5);
-  }
-
   private PgTaskWorker start(PgTaskWorker.Builder b) {
-    PgTaskWorker w = b.build();
-    workers.add(w);
-    return w.start();
+    return workers.start(b);
   }
 
   private PgTaskWorker.Builder worker() {
-    return PgTaskWorker.builder(queue.pool()).concurrency(5).pollInterval(Duration.ofMillis(500))
-        .retryBackoff(Duration.ofMillis(20), Duration.ofMillis(100)).shutdownTimeout(Duration.ofSeconds(5));
+    return workers.builder().concurrency(5).pollInterval(Duration.ofMillis(500))
+        .retryBackoff(Duration.ofMillis(20), Duration.ofMillis(100));
   }
 
   @Test
@@ -116,7 +105,7 @@ class WorkerTest {
   void aRetryStartsWhenItsBackoffEndsNotAtTheNextPoll() throws SQLException {
     java.util.Map<Integer, Long> startedAt = new java.util.concurrent.ConcurrentHashMap<>();
     Duration poll = Duration.ofSeconds(5); // the default: a retry found by the poll starts 4.5 to 5 s later
-    start(PgTaskWorker.builder(queue.pool()).concurrency(2).pollInterval(poll).shutdownTimeout(Duration.ofSeconds(5))
+    start(workers.builder().concurrency(2).pollInterval(poll)
         .handler("test.soon_again", (ctx, payload) -> {
           startedAt.put(ctx.attempt(), System.nanoTime());
           if (ctx.attempt() == 1) {
