@@ -64,7 +64,7 @@ class OwnFrozenListenSessionTest {
         .leaseDuration(Duration.ofSeconds(10)).rescueInterval(Duration.ofSeconds(1))
         .pollInterval(Duration.ofMillis(500)).shutdownTimeout(Duration.ofSeconds(5))
         .listenConnection(() -> DriverManager.getConnection(listenUrl))
-        .handler("own.frozen", JsonNode.class, (ctx, p) -> Thread.sleep(300))
+        .handler("own.frozen", JsonNode.class, (ctx, p) -> Thread.sleep(300)) // the task's work
         .build().start()) {
       List<NewTask> tasks = new ArrayList<>();
       for (int i = 0; i < 12; i++) {

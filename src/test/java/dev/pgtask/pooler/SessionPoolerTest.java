@@ -129,7 +129,7 @@ class SessionPoolerTest {
           .handler("sp.hold", (ctx, p) -> {
             ctx.dsl().execute("SELECT 1");
             running.incrementAndGet();
-            Thread.sleep(120_000);
+            Thread.sleep(120_000); // the task's work: only the shutdown's interrupt ends it
           }).build().start();
       PgTask pgtask = PgTask.create(db.dataSource());
       for (int i = 0; i < 3; i++) {

@@ -83,7 +83,7 @@ class CommitBatchingAndPlainModeTest {
             names.add(ctx.taskId() + "=" + rs.getString(1));
           }
           firstStarted.countDown();
-          Thread.sleep(100);
+          Thread.sleep(100); // the task's work: a few run before the shutdown, the rest stay locked ahead
         }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 30; i++) {
@@ -165,7 +165,7 @@ class CommitBatchingAndPlainModeTest {
             seen.add("no transaction");
           }
           if (p.path("slow").asBoolean()) {
-            Thread.sleep(2_000);
+            Thread.sleep(2_000); // work that outlasts the 600 ms lease
           }
         }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN)));
     List<NewTask> tasks = new ArrayList<>();
@@ -201,7 +201,7 @@ class CommitBatchingAndPlainModeTest {
         .handler("test.plain.hold", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           started.countDown();
           try {
-            Thread.sleep(30_000);
+            Thread.sleep(30_000); // the task's work: only the cancellation's interrupt ends it early
           } catch (InterruptedException e) {
             interrupted.countDown();
             throw e;

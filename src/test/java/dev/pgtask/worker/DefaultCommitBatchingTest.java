@@ -78,11 +78,11 @@ class DefaultCommitBatchingTest {
     return workers.builder()
         .handler("quick", JsonNode.class, (ctx, p) -> record(ctx.taskId(), ctx.connection(), name), SHARED)
         .handler("sleepy", JsonNode.class, (ctx, p) -> {
-          Thread.sleep(p.path("ms").asLong());
+          Thread.sleep(p.path("ms").asLong()); // the task's work, as long as its payload says
           record(ctx.taskId(), ctx.connection(), name);
         }, SHARED)
         .handler("fresh", JsonNode.class, (ctx, p) -> {
-          Thread.sleep(p.path("ms").asLong());
+          Thread.sleep(p.path("ms").asLong()); // the task's work, as long as its payload says
           record(ctx.taskId(), ctx.connection(), name);
         }, SHARED)
         .handler("noop", JsonNode.class, (ctx, p) -> { }, SHARED)
@@ -148,7 +148,7 @@ class DefaultCommitBatchingTest {
               seenCompletedAt.putIfAbsent(rs.getLong(1), now);
             }
           }
-          Thread.sleep(2);
+          Thread.sleep(2); // the watcher's sampling interval, not a wait for a condition
         }
       } catch (Exception e) {
         throw new IllegalStateException(e);

@@ -45,7 +45,7 @@ class DelayedStartTest {
     worker = PgTaskWorker.builder(queue.pool()).concurrency(2).pollInterval(POLL)
         .shutdownTimeout(Duration.ofSeconds(5))
         .handler("test.delayed", (ctx, payload) -> startedAt.put(ctx.taskId(), Instant.now()))
-        .handler("test.long", (ctx, payload) -> Thread.sleep(800))
+        .handler("test.long", (ctx, payload) -> Thread.sleep(800)) // the task's work
         .build().start();
     // the worker's first claim (at start) has happened once its listener is up and it has claimed
     await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(

@@ -100,7 +100,7 @@ class RescueTest {
   void aSlowButAliveWorkerIsNeverRobbed() throws Exception {
     PgTaskWorker slow = PgTaskWorker.builder(queue.pool()).concurrency(2).leaseDuration(Duration.ofMillis(200))
         .pollInterval(Duration.ofMillis(200))
-        .handler("test.task", (ctx, p) -> Thread.sleep(2_000)).build().start();
+        .handler("test.task", (ctx, p) -> Thread.sleep(2_000)).build().start(); // work that outlasts the lease
     try {
       long id = queue.pgtask().enqueue(NewTask.of("test.task", null));
       await().atMost(Duration.ofSeconds(5)).until(() -> queue.sql().count(

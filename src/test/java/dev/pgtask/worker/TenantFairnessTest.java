@@ -36,7 +36,7 @@ class TenantFairnessTest {
     List<PgTaskWorker> workers = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
       workers.add(PgTaskWorker.builder(queue.pool()).workerId("fair-" + i).concurrency(5).pollInterval(Duration.ofSeconds(5))
-          .handler("test.sleep10", (ctx, p) -> Thread.sleep(10))
+          .handler("test.sleep10", (ctx, p) -> Thread.sleep(10)) // the task's work
           .build().start());
     }
     try {

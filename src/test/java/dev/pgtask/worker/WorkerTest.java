@@ -202,7 +202,7 @@ class WorkerTest {
     start(worker().handler("test.slow", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
       exec(ctx.connection(), "INSERT INTO effect (task_id, attempt) VALUES (" + ctx.taskId() + ", " + ctx.attempt() + ")");
       try {
-        Thread.sleep(60_000);
+        Thread.sleep(60_000); // the task's work: only the timeout's interrupt ends it early
       } catch (InterruptedException e) {
         interrupted.incrementAndGet();
         throw e;
@@ -227,7 +227,7 @@ class WorkerTest {
 
   @Test
   void gracefulShutdownLetsRunningTasksFinish() throws SQLException {
-    PgTaskWorker w = start(worker().handler("test.sleep", (ctx, p) -> Thread.sleep(400)));
+    PgTaskWorker w = start(worker().handler("test.sleep", (ctx, p) -> Thread.sleep(400))); // the task's work, shorter than the shutdown timeout
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
       tasks.add(NewTask.of("test.sleep", null));
@@ -243,7 +243,7 @@ class WorkerTest {
   void shutdownDeadlineInterruptsRollsBackAndReleasesTasks() throws SQLException {
     PgTaskWorker w = start(worker().shutdownTimeout(Duration.ofMillis(200)).handler("test.long", (ctx, p) -> {
       exec(ctx.connection(), "INSERT INTO effect (task_id, attempt) VALUES (" + ctx.taskId() + ", " + ctx.attempt() + ")");
-      Thread.sleep(60_000);
+      Thread.sleep(60_000); // the task's work: only the shutdown deadline's interrupt ends it early
     }));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
@@ -265,7 +265,7 @@ class WorkerTest {
     start(worker().concurrency(5).handler("test.tenant", (ctx, p) -> {
       exec(ctx.connection(), "INSERT INTO effect (task_id, attempt, tenant, started_at) VALUES ("
           + ctx.taskId() + ", " + ctx.attempt() + ", '" + ctx.tenant() + "', clock_timestamp())");
-      Thread.sleep(15);
+      Thread.sleep(15); // the task's work: long enough for two tasks of a tenant to overlap, were they allowed to
       exec(ctx.connection(), "UPDATE effect SET finished_at = clock_timestamp() WHERE task_id = " + ctx.taskId());
     }));
     List<NewTask> tasks = new ArrayList<>();
