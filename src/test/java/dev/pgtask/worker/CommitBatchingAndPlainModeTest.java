@@ -182,6 +182,7 @@ class CommitBatchingAndPlainModeTest {
     long until = System.nanoTime() + Duration.ofMillis(1_500).toNanos();
     while (System.nanoTime() < until) {
       assertThat(rescue.runNow(dev.pgtask.internal.maintenance.RescuePass.class)).as("plain task rescued although its worker renews the lease").isZero();
+      // the pace of the rescue passes while the task runs, not a wait for a condition
       await().pollDelay(Duration.ofMillis(200)).atMost(Duration.ofSeconds(1)).until(() -> true);
     }
     await().atMost(Duration.ofSeconds(5)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));

@@ -193,6 +193,7 @@ class TaskOperationsTest {
         throw new RuntimeException(e);
       }
     });
+    // an absence (the UPDATE still waits), proved with a bounded wait
     await().pollDelay(Duration.ofMillis(300)).atMost(Duration.ofSeconds(1)).until(() -> true);
     assertThat(updated).as("UPDATE still waiting while the task runs").isNotDone();
     release.countDown();

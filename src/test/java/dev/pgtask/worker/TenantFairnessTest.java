@@ -45,6 +45,7 @@ class TenantFairnessTest {
       // while only A has work, how often do the workers claim?
       long claimsBefore = claimQueries(workers);
       long t0 = System.nanoTime();
+      // the window the claim rate is measured over, not a wait for a condition
       await().pollDelay(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(() -> true);
       double seconds = (System.nanoTime() - t0) / 1e9;
       double claimRate = (claimQueries(workers) - claimsBefore) / seconds;
