@@ -240,7 +240,7 @@ class FailureUnderOwnLocksTest {
       }
     }
     long marker = queue.pgtask().enqueue(NewTask.of("own.fail", Map.of("outcome", "none")));
-    await().atMost(Duration.ofSeconds(15)).until(() -> "completed".equals(state(marker)));
+    workers.awaitState(marker, "completed", Duration.ofSeconds(15));
     for (long id : ids) {
       assertThat(errors(id)).as("error history of task " + id + " (" + outcome + "); rescued by the probe: "
           + rescuedByProbe.get()).noneMatch(e -> e.contains("worker lost"));

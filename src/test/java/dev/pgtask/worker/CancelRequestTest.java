@@ -111,7 +111,7 @@ class CancelRequestTest {
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.running WHERE task_id = " + id + " AND cancel_requested_at IS NOT NULL"))
         .as("shown by pgtask.running").isEqualTo(1);
     // unheard (no listener), but read from pgtask.cancel_request at the worker's next poll (200 ms)
-    await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(id)));
+    workers.awaitState(id, "cancelled", Duration.ofSeconds(10));
     assertThat(listening()).as("still without a listener").isFalse();
     listenGate.countDown();
     assertThat(interrupted.get()).as("handler interrupted").isTrue();
@@ -168,7 +168,7 @@ class CancelRequestTest {
     dev.pgtask.internal.WorkerAccess.runtime(worker).executor().hint(named);
     queue.sql().exec("NOTIFY pgtask_control, 'cancel " + named + " 1'");
     release.countDown();
-    await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(state(named)));
+    workers.awaitState(named, "completed", Duration.ofSeconds(10));
     assertThat(ran).as("handlers that ran").containsExactly(named);
   }
 

@@ -59,7 +59,7 @@ class CommitBatchingAndPlainModeTest {
       tasks.add(NewTask.of("test.effect", null, o));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(60)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 600);
+    workers.awaitTasks("completed", 600, Duration.ofSeconds(60));
     assertThat(queue.sql().count("SELECT count(*) FROM effect")).as("one effect per task: failed attempts rolled back to their savepoint").isEqualTo(600);
     assertThat(queue.sql().count("SELECT count(*) FROM effect e JOIN pgtask.task t ON t.id = e.task_id WHERE e.attempt <> t.attempt"))
         .as("effects from attempts that did not complete").isZero();
@@ -136,13 +136,13 @@ class CommitBatchingAndPlainModeTest {
       warm.add(NewTask.of("test.setter", null));
     }
     queue.pgtask().enqueueAll(warm);
-    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 8);
+    workers.awaitTasks("completed", 8, Duration.ofSeconds(30));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 40; i++) {
       tasks.add(i % 10 == 3 ? NewTask.of("test.setter", java.util.Map.of("set", true)) : NewTask.of("test.reader", null));
     }
     List<Long> ids = queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 48);
+    workers.awaitTasks("completed", 48, Duration.ofSeconds(30));
     assertThat(ids.stream().map(seen::get).toList()).as("settings seen by the tasks after a task that set one").allMatch(String::isEmpty);
     assertThat(ids.stream().map(transactionOf::get).distinct().count()).as("transactions for 40 tasks (batching happened)")
         .isLessThan(30);
@@ -173,7 +173,7 @@ class CommitBatchingAndPlainModeTest {
       tasks.add(NewTask.of("test.plain", null));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 1_000);
+    workers.awaitTasks("completed", 1_000, Duration.ofSeconds(30));
     assertThat(seen).as("what plain handlers saw of a transaction").containsExactly("no transaction");
 
     long slow = queue.pgtask().enqueue(NewTask.of("test.plain", java.util.Map.of("slow", true)));

@@ -104,7 +104,7 @@ class TaskOperationsTest {
   void cancellingARunningTaskInterruptsAndRollsItBack() throws Exception {
     long id = runningTask();
     assertThat(queue.pgtask().cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
-    await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(id)));
+    workers.awaitState(id, "cancelled", Duration.ofSeconds(10));
     assertThat(interrupted.get()).as("handler interrupted").isTrue();
     assertThat(queue.sql().count("SELECT count(*) FROM effect")).as("effects of the cancelled attempt").isZero();
   }
@@ -173,7 +173,7 @@ class TaskOperationsTest {
     assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("time to fail three operations").isLessThan(Duration.ofSeconds(2));
     assertThat(state(id)).isEqualTo("running");
     release.countDown();
-    await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(state(id)));
+    workers.awaitState(id, "completed", Duration.ofSeconds(10));
     assertThat(queue.sql().text("SELECT payload::text FROM pgtask.task WHERE id = " + id)).as("payload untouched").isEqualTo("{}");
   }
 

@@ -76,7 +76,7 @@ class WorkerTest {
       tasks.add(NewTask.of(new Note("n" + i)));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 200);
+    workers.awaitTasks("completed", 200, Duration.ofSeconds(30));
     assertThat(count("SELECT count(*) FROM effect")).as("one effect row per task").isEqualTo(200);
     assertThat(count("SELECT count(DISTINCT task_id) FROM effect")).as("distinct tasks with effects").isEqualTo(200);
     assertThat(count("SELECT count(*) FROM effect e JOIN pgtask.task t ON t.id = e.task_id "
@@ -92,7 +92,7 @@ class WorkerTest {
       }
     }));
     long id = queue.pgtask().enqueue(NewTask.of("test.flaky", null));
-    await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
+    workers.awaitState(id, "completed", Duration.ofSeconds(20));
     assertThat(count("SELECT count(*) FROM effect")).as("only the successful attempt's effect survives").isEqualTo(1);
     assertThat(count("SELECT attempt FROM effect")).as("attempt that committed").isEqualTo(3);
     assertThat(count("SELECT jsonb_array_length(errors) FROM pgtask.task WHERE id = " + id)).as("errors recorded").isEqualTo(2);
@@ -113,7 +113,7 @@ class WorkerTest {
           }
         }));
     long id = queue.pgtask().enqueue(NewTask.of("test.soon_again", null));
-    await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
+    workers.awaitState(id, "completed", Duration.ofSeconds(20));
     long apartMillis = (startedAt.get(2) - startedAt.get(1)) / 1_000_000;
     assertThat(apartMillis).as("ms between the first attempt and its retry after a 500 ms backoff")
         .isBetween(450L, 2_500L);
@@ -126,7 +126,7 @@ class WorkerTest {
       throw dev.pgtask.RetryTaskException.at(at, "later");
     }));
     long id = queue.pgtask().enqueue(NewTask.of("test.retry_at", null));
-    await().atMost(Duration.ofSeconds(20)).until(() -> "retryable".equals(state(id)));
+    workers.awaitState(id, "retryable", Duration.ofSeconds(20));
     assertThat(text("SELECT to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') FROM pgtask.task WHERE id = " + id))
         .isEqualTo("2099-01-02T03:04:05.678901");
   }
@@ -147,7 +147,7 @@ class WorkerTest {
         }
       }));
       long id = queue.pgtask().enqueue(NewTask.of("test.deferred", null));
-      await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
+      workers.awaitState(id, "completed", Duration.ofSeconds(20));
       assertThat(count("SELECT count(*) FROM effect")).as("only the attempt that committed left effects").isEqualTo(1);
       assertThat(count("SELECT attempt FROM effect")).isEqualTo(3);
       assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
@@ -164,7 +164,7 @@ class WorkerTest {
       throw new RuntimeException("always");
     }));
     long id = queue.pgtask().enqueue(NewTask.of("test.fail", null, TaskOptions.defaults().withMaxAttempts(3)));
-    await().atMost(Duration.ofSeconds(20)).until(() -> "discarded".equals(state(id)));
+    workers.awaitState(id, "discarded", Duration.ofSeconds(20));
     assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
     assertThat(count("SELECT jsonb_array_length(errors) FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
     assertThat(count("SELECT count(*) FROM pgtask.tasks WHERE id = " + id + " AND finished_at IS NOT NULL")).isEqualTo(1);
@@ -209,7 +209,7 @@ class WorkerTest {
       }
     }, HandlerOptions.defaults().withTimeout(Duration.ofMillis(300))));
     long id = queue.pgtask().enqueue(NewTask.of("test.slow", null, TaskOptions.defaults().withMaxAttempts(1)));
-    await().atMost(Duration.ofSeconds(10)).until(() -> "discarded".equals(state(id)));
+    workers.awaitState(id, "discarded", Duration.ofSeconds(10));
     assertThat(interrupted.get()).as("handler interrupted at its timeout").isEqualTo(1);
     assertThat(text("SELECT last_error FROM pgtask.tasks WHERE id = " + id)).contains("timed out");
     assertThat(count("SELECT count(*) FROM effect")).as("effects of the timed-out attempt").isZero();
@@ -221,7 +221,7 @@ class WorkerTest {
         (ctx, p) -> exec(ctx.connection(), "SELECT pg_sleep(60)"),
         HandlerOptions.defaults().withTimeout(Duration.ofMillis(300))));
     long id = queue.pgtask().enqueue(NewTask.of("test.pgsleep", null, TaskOptions.defaults().withMaxAttempts(1)));
-    await().atMost(Duration.ofSeconds(10)).until(() -> "discarded".equals(state(id)));
+    workers.awaitState(id, "discarded", Duration.ofSeconds(10));
     assertThat(text("SELECT last_error FROM pgtask.tasks WHERE id = " + id)).contains("timed out");
   }
 
@@ -233,7 +233,7 @@ class WorkerTest {
       tasks.add(NewTask.of("test.sleep", null));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'running'") == 5);
+    workers.awaitTasks("running", 5, Duration.ofSeconds(10));
     w.close();
     assertThat(count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'"))
         .as("tasks running at shutdown finished within the shutdown timeout").isEqualTo(5);
@@ -250,7 +250,7 @@ class WorkerTest {
       tasks.add(NewTask.of("test.long", null));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'running'") == 5);
+    workers.awaitTasks("running", 5, Duration.ofSeconds(10));
     long started = System.nanoTime();
     w.close();
     assertThat(Duration.ofNanos(System.nanoTime() - started)).as("shutdown time").isLessThan(Duration.ofSeconds(8));
@@ -273,7 +273,7 @@ class WorkerTest {
       tasks.add(NewTask.of("test.tenant", null, TaskOptions.defaults().withTenant("t" + (i % 3))));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 60);
+    workers.awaitTasks("completed", 60, Duration.ofSeconds(30));
     assertThat(count("SELECT count(*) FROM effect")).isEqualTo(60);
     assertThat(count("SELECT count(*) FROM effect a JOIN effect b ON a.tenant = b.tenant AND a.task_id < b.task_id "
         + "AND tstzrange(a.started_at, a.finished_at) && tstzrange(b.started_at, b.finished_at)"))
