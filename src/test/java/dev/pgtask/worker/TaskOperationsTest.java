@@ -65,7 +65,7 @@ class TaskOperationsTest {
         }));
     // a task started before the worker's LISTEN pgtask_control could not be told of a cancellation
     // (the listener's session also runs polls and maintenance ticks, so its last statement says nothing: ask the worker)
-    await().atMost(Duration.ofSeconds(30)).until(() -> dev.pgtask.internal.WorkerAccess.runtime(worker).listening());
+    workers.awaitListening(worker, Duration.ofSeconds(30));
   }
 
   @AfterEach
