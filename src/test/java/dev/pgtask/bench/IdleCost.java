@@ -79,7 +79,7 @@ public final class IdleCost {
           long autoBefore = autovacuums(st); // transaction 2
           long start = System.nanoTime();
           java.time.Instant from = java.time.Instant.now();
-          Thread.sleep(window.toMillis());
+          Thread.sleep(window.toMillis()); // the measured window, not a wait for a condition
           // a new snapshot: the statistics of other backends are flushed at most once a second (idle ones within 10 s)
           long after = xacts(st); // transaction 3, not in its own snapshot
           double seconds = (System.nanoTime() - start) / 1e9;

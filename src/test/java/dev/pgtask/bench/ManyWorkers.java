@@ -1,5 +1,7 @@
 package dev.pgtask.bench;
 
+import static org.awaitility.Awaitility.await;
+
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.cli.DemoHandlers;
@@ -12,11 +14,13 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * Many workers on one PostgreSQL through PgBouncer (docs/benchmarks.md, "Sixty-four workers"): a
@@ -73,12 +77,17 @@ public final class ManyWorkers {
       }
       for (int h = 0; h < jvms; h++) {
         Path log = logs.resolve(db + "-host" + h + ".log");
-        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
-        while (!Files.readString(log).contains("ready")) {
-          if (!hosts.get(h).isAlive() || System.nanoTime() > deadline) {
-            throw new IllegalStateException("worker host " + h + " did not start:\n" + Files.readString(log));
-          }
-          Thread.sleep(200);
+        Process host = hosts.get(h);
+        try {
+          await("worker host " + h + " ready").atMost(Duration.ofMinutes(10)).pollInterval(Duration.ofMillis(200))
+              .until(() -> {
+                if (!host.isAlive()) {
+                  throw new IllegalStateException("process ended");
+                }
+                return Files.readString(log).contains("ready");
+              });
+        } catch (ConditionTimeoutException | IllegalStateException e) {
+          throw new IllegalStateException("worker host " + h + " did not start:\n" + Files.readString(log), e);
         }
       }
       long idleConnections = count(ds, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'");
@@ -90,7 +99,7 @@ public final class ManyWorkers {
               rs.next();
               maxConnections.accumulateAndGet(rs.getLong(1), Math::max);
             }
-            Thread.sleep(100);
+            Thread.sleep(100); // the sampling interval of pg_stat_activity, not a wait for a condition
           }
         } catch (InterruptedException e) {
           // done
@@ -101,12 +110,11 @@ public final class ManyWorkers {
       sampler.start();
       exec(ds, "SELECT pgtask.enqueue('demo.record', '{}', tenant => CASE WHEN i % 10 = 0 THEN NULL "
           + "ELSE 'tenant-' || (i % " + tenants + ") END) FROM generate_series(1, " + tasks + ") i");
-      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(30);
-      while (count(ds, "SELECT count(*) FROM pgtask.task WHERE state <> 'completed'") > 0) {
-        if (System.nanoTime() > deadline) {
-          throw new IllegalStateException("tasks not done after 30 minutes");
-        }
-        Thread.sleep(250);
+      try {
+        await("all tasks completed").atMost(Duration.ofMinutes(30)).pollInterval(Duration.ofMillis(250))
+            .until(() -> count(ds, "SELECT count(*) FROM pgtask.task WHERE state <> 'completed'") == 0);
+      } catch (ConditionTimeoutException e) {
+        throw new IllegalStateException("tasks not done after 30 minutes", e);
       }
       sampler.interrupt();
       sampler.join();

@@ -8,9 +8,9 @@ import dev.pgtask.CancelResult;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
 import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -40,6 +40,9 @@ class CancelAuthorityTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("cancel_authority", 8);
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
+
   static final String SUFFIX = UUID.randomUUID().toString().substring(0, 8).toLowerCase(Locale.ROOT);
   static final String INTRUDER = "pgtask_test_intruder_" + SUFFIX;
   static final String PASSWORD = "pw-" + UUID.randomUUID();
@@ -67,7 +70,7 @@ class CancelAuthorityTest {
   void startListeningWorker() throws Exception {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM pgtask.cancel_request");
     release = new CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(2).queues("auth")
+    worker = workers.start(workers.builder().concurrency(2).queues("auth")
         // only notifications (and in-process enqueues) wake it within the test
         .pollInterval(Duration.ofSeconds(60))
         .shutdownTimeout(Duration.ofSeconds(2))
@@ -82,18 +85,13 @@ class CancelAuthorityTest {
               throw e;
             }
           }
-        })
-        .build().start();
-    await("the worker listens").atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgtask listen " + worker.workerId()
-            + "' AND state = 'idle'") == 1);
+        }));
+    workers.awaitListening(worker, Duration.ofSeconds(10));
   }
 
   @AfterEach
-  void stopWorker() throws Exception {
-    release.countDown();
-    worker.close();
-    Leaks.assertNoAdvisoryLocks(queue.database());
+  void releaseHandlers() {
+    release.countDown(); // before the fixture closes the worker
   }
 
   private long enqueue(boolean hold) {

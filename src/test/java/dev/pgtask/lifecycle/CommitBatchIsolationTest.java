@@ -7,8 +7,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -17,7 +17,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -38,7 +37,8 @@ class CommitBatchIsolationTest {
 
   static final int INNOCENTS = 6;
 
-  PgTaskWorker worker;
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks(4);
   // task id -> the transaction id its first attempt ran in
   final Map<Long, Long> firstTransaction = new ConcurrentHashMap<>();
 
@@ -47,17 +47,8 @@ class CommitBatchIsolationTest {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM effect; DELETE FROM guard");
   }
 
-  @AfterEach
-  void stop() throws Exception {
-    if (worker != null) {
-      worker.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
-    Leaks.assertPoolConnectionsClean(queue.pool(), 4);
-  }
-
   private PgTaskWorker.Builder builder() {
-    return PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(40).pollInterval(Duration.ofMillis(200))
+    return workers.builder().concurrency(1).prefetch(40)
         .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(20)).shutdownTimeout(Duration.ofSeconds(2))
         .handler("iso.task", JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
@@ -93,7 +84,7 @@ class CommitBatchIsolationTest {
    * statement: one claim, one batch.
    */
   private long enqueueAndStart(PgTaskWorker.Builder b, String culprit, List<Long> innocents) {
-    worker = b.build().start();
+    workers.start(b);
     List<NewTask> warm = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
       warm.add(NewTask.of("iso.task", Map.of()));

@@ -6,14 +6,13 @@ import static org.awaitility.Awaitility.await;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.DiscardTaskException;
 import dev.pgtask.NewTask;
-import dev.pgtask.PgTaskWorker;
 import dev.pgtask.RetryTaskException;
 import dev.pgtask.SnoozeTaskException;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.sql.MaintenanceQueries;
 import dev.pgtask.internal.sql.Sql;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -46,7 +45,8 @@ class FailureUnderOwnLocksTest {
   /** How many tasks per case: each one is a chance for the window to show. */
   static final int ROUNDS = 3;
 
-  PgTaskWorker worker;
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
   final List<String> runs = new CopyOnWriteArrayList<>();
   final List<Thread> probes = new CopyOnWriteArrayList<>();
   final AtomicInteger rescuedByProbe = new AtomicInteger();
@@ -58,18 +58,14 @@ class FailureUnderOwnLocksTest {
   }
 
   @AfterEach
-  void stop() throws Exception {
-    for (Thread t : probes) {
+  void joinProbes() throws Exception {
+    for (Thread t : probes) { // before the fixture closes the worker
       t.join(15_000);
     }
-    if (worker != null) {
-      worker.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   private void startWorker(Duration lease, boolean rescueProbe, boolean tenantProbe) {
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).pollInterval(Duration.ofMillis(100))
+    workers.start(workers.builder().concurrency(1).pollInterval(Duration.ofMillis(100))
         .leaseDuration(lease).rescueInterval(Duration.ofMillis(200))
         // a retry never comes round again within the test: a second run can only be a rescue's
         .retryBackoff(Duration.ofHours(1), Duration.ofHours(1))
@@ -96,8 +92,7 @@ class FailureUnderOwnLocksTest {
             case "retry" -> throw new RetryTaskException(Duration.ofHours(1), "handler retries later");
             default -> throw new IllegalStateException("handler failed");
           }
-        })
-        .build().start();
+        }));
   }
 
   private void probe(ThrowingRunnable body) throws InterruptedException {
@@ -245,7 +240,7 @@ class FailureUnderOwnLocksTest {
       }
     }
     long marker = queue.pgtask().enqueue(NewTask.of("own.fail", Map.of("outcome", "none")));
-    await().atMost(Duration.ofSeconds(15)).until(() -> "completed".equals(state(marker)));
+    workers.awaitState(marker, "completed", Duration.ofSeconds(15));
     for (long id : ids) {
       assertThat(errors(id)).as("error history of task " + id + " (" + outcome + "); rescued by the probe: "
           + rescuedByProbe.get()).noneMatch(e -> e.contains("worker lost"));

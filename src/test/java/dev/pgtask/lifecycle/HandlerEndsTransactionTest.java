@@ -5,14 +5,12 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.NewTask;
-import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -29,27 +27,19 @@ class HandlerEndsTransactionTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("handler_ends_tx", 6, "CREATE TABLE effect (task_id bigint)");
 
-  PgTaskWorker worker;
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks(4);
 
   @BeforeEach
   void clean() throws Exception {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM effect");
   }
 
-  @AfterEach
-  void stop() throws Exception {
-    if (worker != null) {
-      worker.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
-    Leaks.assertPoolConnectionsClean(queue.pool(), 4);
-  }
-
   @ParameterizedTest(name = "{0} with commit batch {1}")
   @CsvSource({"COMMIT, 1", "ROLLBACK, 1", "END, 1", "COMMIT, 10", "ROLLBACK, 10"})
   void aHandlerThatEndsTheTaskTransactionWithSqlTextFailsItsTaskWithAClearError(String sql, int commitBatch) throws Exception {
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(commitBatch > 1 ? 10 : 0)
-        .commitBatch(commitBatch, Duration.ofMillis(200)).pollInterval(Duration.ofMillis(200))
+    workers.start(workers.builder().concurrency(1).prefetch(commitBatch > 1 ? 10 : 0)
+        .commitBatch(commitBatch, Duration.ofMillis(200))
         .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(20)).shutdownTimeout(Duration.ofSeconds(2))
         .handler("tx.end", JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
@@ -58,8 +48,7 @@ class HandlerEndsTransactionTest {
               st.execute(sql);
             }
           }
-        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction())
-        .build().start();
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()));
     if (commitBatch > 1) {
       // the kind's first runs: its tasks open transactions that may carry others only once it is known to be short
       for (int i = 0; i < 4; i++) {

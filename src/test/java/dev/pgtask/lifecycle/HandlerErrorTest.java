@@ -12,6 +12,7 @@ import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
@@ -34,6 +35,9 @@ class HandlerErrorTest {
 
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("handler_error", 4);
+
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue);
 
   /** A custom Error subclass, as a library might throw. */
   static final class CustomFatalError extends Error {
@@ -85,7 +89,7 @@ class HandlerErrorTest {
     // a pool of its own: what this worker leaves checked out is visible after close
     try (HikariDataSource pool = queue.database().pool(3)) {
       PgTask client = PgTask.create(pool);
-      PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(1).pollInterval(Duration.ofMillis(200))
+      PgTaskWorker worker = workers.builder(pool).concurrency(1)
           // long enough that a dead executor's task is not rescued within the test's bounds
           .leaseDuration(Duration.ofSeconds(60))
           .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))

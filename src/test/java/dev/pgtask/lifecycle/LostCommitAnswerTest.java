@@ -13,6 +13,7 @@ import dev.pgtask.PgTaskWorker;
 import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.FreezingProxy;
 import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.net.URI;
 import java.sql.Statement;
 import java.time.Duration;
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A COMMIT whose answer is lost (the server commits, the connection breaks before its reply comes
@@ -39,6 +41,9 @@ class LostCommitAnswerTest {
   FreezingProxy proxy;
   HikariDataSource pool;
   PgTaskWorker worker;
+
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(() -> db, () -> pool);
 
   @BeforeAll
   static void setUp() throws Exception {
@@ -66,17 +71,14 @@ class LostCommitAnswerTest {
 
   @AfterEach
   void stop() throws Exception {
-    if (worker != null) {
-      worker.close();
-    }
+    workers.closeAll(); // before its pool goes
     pool.close();
     proxy.close();
     sql.exec("DELETE FROM pgtask.task; DELETE FROM effect");
   }
 
   private PgTaskWorker.Builder builder(HandlerOptions options) {
-    return PgTaskWorker.builder(pool).concurrency(1).prefetch(20).commitBatch(10, Duration.ofSeconds(2))
-        .pollInterval(Duration.ofMillis(200)).shutdownTimeout(Duration.ofSeconds(5))
+    return workers.builder().concurrency(1).prefetch(20).commitBatch(10, Duration.ofSeconds(2))
         .handler("lost.answer", JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
             st.execute("INSERT INTO effect VALUES (" + ctx.taskId() + ")");
@@ -112,7 +114,7 @@ class LostCommitAnswerTest {
 
   @Test
   void aTaskWhoseCommitAnswerIsLostIsCountedCompletedNotFailed() throws Exception {
-    worker = builder(HandlerOptions.defaults()).build().start();
+    worker = workers.start(builder(HandlerOptions.defaults()));
     proxy.loseAnswerAtCommit(MARKER);
     PgTask.create(pool).enqueue(NewTask.of("lost.answer", Map.of("last", true)));
     assertCommittedOnceAndCountedCompleted(1);
@@ -120,7 +122,7 @@ class LostCommitAnswerTest {
 
   @Test
   void aSharedTransactionWhoseCommitAnswerIsLostCountsItsTasksCompletedNotAbandoned() throws Exception {
-    worker = builder(HandlerOptions.defaults().withSharedTransaction()).build().start();
+    worker = workers.start(builder(HandlerOptions.defaults().withSharedTransaction()));
     warm();
     proxy.loseAnswerAtCommit(MARKER);
     List<NewTask> tasks = new ArrayList<>();

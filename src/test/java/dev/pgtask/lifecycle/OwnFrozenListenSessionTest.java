@@ -10,6 +10,7 @@ import dev.pgtask.PgTaskWorker;
 import dev.pgtask.testsupport.Db;
 import dev.pgtask.testsupport.FreezingProxy;
 import dev.pgtask.testsupport.TestDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.net.URI;
 import java.sql.DriverManager;
 import java.time.Duration;
@@ -19,6 +20,7 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A worker whose own LISTEN session freezes inside a round that renewed the leases of its waiting
@@ -33,6 +35,9 @@ class OwnFrozenListenSessionTest {
   Db sql;
   FreezingProxy proxy;
   HikariDataSource pool;
+
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(() -> db, () -> pool);
 
   @BeforeEach
   void setUp() throws Exception {
@@ -60,11 +65,11 @@ class OwnFrozenListenSessionTest {
         + (u.getRawQuery() == null ? "" : u.getRawQuery() + "&") + "prepareThreshold=0";
     // the lease renewal is the only statement on the LISTEN session that reads the task table as "h"
     proxy.freezeAtCommit("as \"h\"");
-    try (PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(1).prefetch(12)
+    try (PgTaskWorker worker = workers.builder().concurrency(1).prefetch(12)
         .leaseDuration(Duration.ofSeconds(10)).rescueInterval(Duration.ofSeconds(1))
-        .pollInterval(Duration.ofMillis(500)).shutdownTimeout(Duration.ofSeconds(5))
+        .pollInterval(Duration.ofMillis(500))
         .listenConnection(() -> DriverManager.getConnection(listenUrl))
-        .handler("own.frozen", JsonNode.class, (ctx, p) -> Thread.sleep(300))
+        .handler("own.frozen", JsonNode.class, (ctx, p) -> Thread.sleep(300)) // the task's work
         .build().start()) {
       List<NewTask> tasks = new ArrayList<>();
       for (int i = 0; i < 12; i++) {

@@ -10,8 +10,8 @@ import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.internal.sql.MaintenanceQueries;
 import dev.pgtask.internal.sql.Sql;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -39,6 +39,9 @@ class PlainStartFenceTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("plain_start_fence", 6);
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
+
   PgTaskWorker worker;
   CountDownLatch listenGate;
   CountDownLatch release;
@@ -49,7 +52,7 @@ class PlainStartFenceTest {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM pgtask.cancel_request");
     listenGate = new CountDownLatch(1);
     release = new CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(1).pollInterval(Duration.ofMillis(200))
+    worker = workers.start(workers.builder().concurrency(1).prefetch(1)
         .shutdownTimeout(Duration.ofSeconds(2))
         .listenConnection(() -> {
           listenGate.await();
@@ -60,16 +63,13 @@ class PlainStartFenceTest {
           if (p.path("hold").asBoolean()) {
             release.await(30, TimeUnit.SECONDS);
           }
-        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
-        .build().start();
+        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN)));
   }
 
   @AfterEach
-  void stop() throws Exception {
-    release.countDown();
+  void releaseHandlerAndListener() {
+    release.countDown(); // before the fixture closes the worker
     listenGate.countDown();
-    worker.close();
-    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   private long enqueue(boolean hold) {

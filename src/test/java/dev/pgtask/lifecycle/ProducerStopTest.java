@@ -10,6 +10,7 @@ import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -33,6 +34,9 @@ class ProducerStopTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("producer_stop", 4);
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue);
+
   static final Duration SHUTDOWN_TIMEOUT = Duration.ofSeconds(2);
   static final Duration MARGIN = Duration.ofSeconds(5);
 
@@ -42,7 +46,8 @@ class ProducerStopTest {
     CountDownLatch listenGate = new CountDownLatch(1);
     try (HikariDataSource pool = queue.database().pool(3); Connection locker = queue.database().connect()) {
       long id = PgTask.create(pool).enqueue(NewTask.of("stop.task", null));
-      PgTaskWorker worker = PgTaskWorker.builder(pool).concurrency(1).pollInterval(Duration.ofMillis(200))
+      // a pool of its own, closed at the end of the test's block (the test closes the worker itself)
+      PgTaskWorker worker = workers.builder(pool).concurrency(1)
           .rescueInterval(Duration.ofMinutes(10)).shutdownTimeout(SHUTDOWN_TIMEOUT)
           .listenConnection(() -> {
             listenGate.await();

@@ -7,8 +7,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -35,19 +34,12 @@ class TaskRunsAloneTest {
       "CREATE TABLE counter (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0)",
       "INSERT INTO counter (id) VALUES (0), (1)");
 
-  PgTaskWorker worker;
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
 
   @BeforeEach
   void clean() throws Exception {
     queue.sql().exec("DELETE FROM pgtask.task; UPDATE counter SET n = 0");
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    if (worker != null) {
-      worker.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   /**
@@ -56,10 +48,9 @@ class TaskRunsAloneTest {
    * even on a slow, loaded machine (within the default 10 ms bound a kind whose tasks take more
    * than 2.5 ms runs alone, which would hide a leak there).
    */
-  private static PgTaskWorker.Builder defaults() {
-    return PgTaskWorker.builder(queue.pool()).concurrency(4).prefetch(200).commitBatch(32, Duration.ofSeconds(1))
-        .pollInterval(Duration.ofMillis(200)).retryBackoff(Duration.ofMillis(10), Duration.ofMillis(20))
-        .shutdownTimeout(Duration.ofSeconds(5));
+  private PgTaskWorker.Builder defaults() {
+    return workers.builder().concurrency(4).prefetch(200).commitBatch(32, Duration.ofSeconds(1))
+        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(20));
   }
 
   private static List<Long> enqueue(String kind, int n) {
@@ -84,7 +75,7 @@ class TaskRunsAloneTest {
   @Test
   void aSettingATaskMakesNeverReachesAnotherTaskByDefault() throws Exception {
     AtomicInteger sawAnother = new AtomicInteger();
-    worker = defaults().handler("alone.setting", JsonNode.class, (ctx, p) -> {
+    workers.start(defaults().handler("alone.setting", JsonNode.class, (ctx, p) -> {
       try (Statement st = ctx.connection().createStatement()) {
         try (ResultSet rs = st.executeQuery("SELECT coalesce(current_setting('app.tenant', true), '')")) {
           rs.next();
@@ -99,7 +90,7 @@ class TaskRunsAloneTest {
           st.execute("DO $$ BEGIN EXECUTE 'SET LOCAL app.tenant = ''t" + ctx.taskId() + "'''; END $$");
         }
       }
-    }).build().start();
+    }));
     enqueue("alone.setting", 600);
     awaitAllFinished(600);
     assertThat(sawAnother.get()).as("tasks that saw a setting another task made").isZero();
@@ -108,12 +99,12 @@ class TaskRunsAloneTest {
 
   @Test
   void aTemporaryTableOfOneTaskNeverReachesAnotherByDefault() throws Exception {
-    worker = defaults().handler("alone.temp", JsonNode.class, (ctx, p) -> {
+    workers.start(defaults().handler("alone.temp", JsonNode.class, (ctx, p) -> {
       try (Statement st = ctx.connection().createStatement()) {
         st.execute("CREATE TEMP TABLE scratch (v int) ON COMMIT DROP");
         st.execute("INSERT INTO scratch VALUES (1)");
       }
-    }).build().start();
+    }));
     enqueue("alone.temp", 1_000);
     awaitAllFinished(1_000);
     assertAllCompletedAtFirstAttempt(1_000);
@@ -122,7 +113,7 @@ class TaskRunsAloneTest {
   /** 2,000 tasks each updating one of two rows: a transaction that touches one row cannot deadlock on its own. */
   @Test
   void rowLocksOfOneTaskNeverCostAnotherAnAttemptByDefault() throws Exception {
-    worker = defaults().handler("alone.row", JsonNode.class, (ctx, p) -> updateOneRow(ctx.connection(), p)).build().start();
+    workers.start(defaults().handler("alone.row", JsonNode.class, (ctx, p) -> updateOneRow(ctx.connection(), p)));
     enqueue("alone.row", 2_000);
     awaitAllFinished(2_000);
     assertAllCompletedAtFirstAttempt(2_000);
@@ -138,7 +129,7 @@ class TaskRunsAloneTest {
   void aTaskThatFailsInASharedTransactionRunsAgainAloneBeforeItsFailureCounts() throws Exception {
     // task id -> the transaction its first run was in
     java.util.Map<Long, Long> firstTransactionOf = new java.util.concurrent.ConcurrentHashMap<>();
-    worker = defaults().concurrency(1)
+    workers.start(defaults().concurrency(1)
         .handler("alone.shared-temp", JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
             try (ResultSet rs = st.executeQuery("SELECT txid_current()")) {
@@ -147,8 +138,7 @@ class TaskRunsAloneTest {
             }
             st.execute("CREATE TEMP TABLE scratch (v int) ON COMMIT DROP");
           }
-        }, HandlerOptions.defaults().withSharedTransaction())
-        .build().start();
+        }, HandlerOptions.defaults().withSharedTransaction()));
     enqueue("alone.shared-temp", 300);
     awaitAllFinished(300);
     assertThat(new java.util.HashSet<>(firstTransactionOf.values()).size())

@@ -110,8 +110,11 @@ class SessionPoolerTest {
         try {
           PgTask.create(db.dataSource()).enqueue(NewTask.of("sp.count", Map.of(), TaskOptions.defaults().withQueue("fits")));
           await().atMost(Duration.ofSeconds(20)).until(() -> ran.get() == 1);
-          // the check borrows 4 connections, each answering at once: give it time to finish
-          await().pollDelay(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(3)).until(() -> true);
+          // the check borrows 4 connections, each answering at once, on a thread of its own: it has
+          // finished (and logged any warning) once that thread has ended
+          String checkThread = "pgtask-capacity-" + worker.workerId();
+          await("the pool capacity check finishes").atMost(Duration.ofSeconds(3)).until(() -> Thread.getAllStackTraces()
+              .keySet().stream().noneMatch(t -> t.getName().equals(checkThread)));
         } finally {
           worker.close();
         }
@@ -129,7 +132,7 @@ class SessionPoolerTest {
           .handler("sp.hold", (ctx, p) -> {
             ctx.dsl().execute("SELECT 1");
             running.incrementAndGet();
-            Thread.sleep(120_000);
+            Thread.sleep(120_000); // the task's work: only the shutdown's interrupt ends it
           }).build().start();
       PgTask pgtask = PgTask.create(db.dataSource());
       for (int i = 0; i < 3; i++) {

@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A simulation behind docs/scaling.md, not part of the product or the suite: two PostgreSQL
@@ -105,7 +104,7 @@ public final class ShardSimulation {
                 rs.next();
                 started = rs.getTimestamp(1);
               }
-              Thread.sleep(TASK_MS);
+              Thread.sleep(TASK_MS); // the task's simulated work
               try (PreparedStatement ps = c.prepareStatement(
                   "INSERT INTO public.sim_execution VALUES (?, ?, ?, clock_timestamp())")) {
                 ps.setLong(1, ctx.taskId());
@@ -125,9 +124,12 @@ public final class ShardSimulation {
       }
     }
     workers.forEach(PgTaskWorker::start);
-    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
-    while (done(shards) < tasks && System.nanoTime() < deadline) {
-      Thread.sleep(50);
+    try {
+      // sampled every 50 ms: the resolution of the time measured below
+      org.awaitility.Awaitility.await("all tasks done").atMost(java.time.Duration.ofMinutes(10))
+          .pollInterval(java.time.Duration.ofMillis(50)).until(() -> done(shards) >= tasks);
+    } catch (org.awaitility.core.ConditionTimeoutException e) {
+      // reported below as the tasks completed within the 10 minutes
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
     int finished = done(shards);

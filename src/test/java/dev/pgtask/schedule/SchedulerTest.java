@@ -9,11 +9,10 @@ import dev.pgtask.PgTaskWorker;
 import dev.pgtask.Schedule;
 import dev.pgtask.internal.schedule.Scheduler;
 import dev.pgtask.testsupport.Db;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -26,7 +25,8 @@ class SchedulerTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("scheduler", 20);
 
-  final List<PgTaskWorker> workers = new ArrayList<>();
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
   Db sql;
 
   @BeforeEach
@@ -38,21 +38,16 @@ class SchedulerTest {
 
   @AfterEach
   void stop() throws SQLException {
-    for (PgTaskWorker w : workers) {
-      w.close();
-    }
+    workers.closeAll(); // before the schedules go
     sql.exec("DELETE FROM pgtask.schedule");
-    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   PgTaskWorker start(PgTaskWorker.Builder b) {
-    PgTaskWorker w = b.build();
-    workers.add(w);
-    return w.start();
+    return workers.start(b);
   }
 
   PgTaskWorker.Builder worker() {
-    return PgTaskWorker.builder(queue.pool()).concurrency(2).shutdownTimeout(Duration.ofSeconds(5))
+    return workers.builder().concurrency(2).pollInterval(PgTaskWorker.DEFAULT_POLL_INTERVAL)
         .handler("tick", (ctx, payload) -> { });
   }
 
@@ -68,7 +63,7 @@ class SchedulerTest {
     PgTaskWorker w = worker().schedule(Schedule.of("valid", "*/2 * * * * *", "tick"))
         .schedule(Schedule.of("bad-minute", "61 * * * *", "tick"))
         .schedule(Schedule.of("bad-fields", "* * * *", "tick")).build();
-    workers.add(w);
+    workers.register(w);
     assertThatThrownBy(w::start).isInstanceOf(InvalidScheduleException.class)
         .hasMessage("pgtask: invalid schedules (none declared): \"bad-fields\": cron expression \"* * * *\" has 4 fields;"
             + " expected 5 (minute hour day-of-month month day-of-week) or 6 (second first); \"bad-minute\": cron"
@@ -78,7 +73,7 @@ class SchedulerTest {
     assertThat(w.listening()).as("the worker did not start").isFalse();
 
     PgTaskWorker one = worker().schedule(Schedule.of("bad-minute", "61 * * * *", "tick")).build();
-    workers.add(one);
+    workers.register(one);
     assertThatThrownBy(one::start).as("a single invalid schedule: the database's own message")
         .isInstanceOf(InvalidScheduleException.class)
         .hasMessage("pgtask: invalid schedule: cron expression \"61 * * * *\": minute field: 61 is out of range 0-59");

@@ -53,6 +53,7 @@ class BusyTenantClaimTest {
 
       long claimsBefore = worker.stats().claimQueries();
       long t0 = System.nanoTime();
+      // the window the claims are counted over, not a wait for a condition
       await().pollDelay(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(3)).until(() -> true);
       double seconds = (System.nanoTime() - t0) / 1e9;
       long claims = worker.stats().claimQueries() - claimsBefore;

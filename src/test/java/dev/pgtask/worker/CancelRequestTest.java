@@ -9,8 +9,8 @@ import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.sql.TaskSql;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -36,6 +36,9 @@ class CancelRequestTest {
   static final QueueDatabase queue =
       new QueueDatabase("cancel_request", 8, "CREATE TABLE effect (task_id bigint)");
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
+
   PgTaskWorker worker;
   // the worker's LISTEN connection is made only once this opens
   CountDownLatch listenGate;
@@ -50,7 +53,7 @@ class CancelRequestTest {
     listenGate = new CountDownLatch(1);
     started = new CountDownLatch(1);
     release = new CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(2).queues("cr").pollInterval(Duration.ofMillis(200))
+    worker = workers.start(workers.builder().concurrency(2).queues("cr")
         .shutdownTimeout(Duration.ofSeconds(1))
         .listenConnection(() -> {
           listenGate.await();
@@ -74,16 +77,13 @@ class CancelRequestTest {
           if (p.has("snooze")) {
             throw new dev.pgtask.SnoozeTaskException(Duration.ofMinutes(5));
           }
-        })
-        .build().start();
+        }));
   }
 
   @AfterEach
-  void stopWorker() throws Exception {
-    listenGate.countDown();
+  void releaseListenerAndHandlers() {
+    listenGate.countDown(); // before the fixture closes the worker
     release.countDown();
-    worker.close();
-    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   private long runningTask(Map<String, ?> payload) throws Exception {
@@ -111,7 +111,7 @@ class CancelRequestTest {
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.running WHERE task_id = " + id + " AND cancel_requested_at IS NOT NULL"))
         .as("shown by pgtask.running").isEqualTo(1);
     // unheard (no listener), but read from pgtask.cancel_request at the worker's next poll (200 ms)
-    await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(id)));
+    workers.awaitState(id, "cancelled", Duration.ofSeconds(10));
     assertThat(listening()).as("still without a listener").isFalse();
     listenGate.countDown();
     assertThat(interrupted.get()).as("handler interrupted").isTrue();
@@ -168,7 +168,7 @@ class CancelRequestTest {
     dev.pgtask.internal.WorkerAccess.runtime(worker).executor().hint(named);
     queue.sql().exec("NOTIFY pgtask_control, 'cancel " + named + " 1'");
     release.countDown();
-    await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(state(named)));
+    workers.awaitState(named, "completed", Duration.ofSeconds(10));
     assertThat(ran).as("handlers that ran").containsExactly(named);
   }
 

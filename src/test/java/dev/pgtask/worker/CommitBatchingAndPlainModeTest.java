@@ -8,8 +8,8 @@ import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.internal.maintenance.Maintenance;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,7 +17,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -29,6 +28,9 @@ class CommitBatchingAndPlainModeTest {
   static final QueueDatabase queue = new QueueDatabase("batching", 10,
       "CREATE TABLE effect (task_id bigint, attempt int, tenant text, started_at timestamptz, finished_at timestamptz)");
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks(4);
+
   PgTaskWorker worker;
 
   @BeforeEach
@@ -36,18 +38,9 @@ class CommitBatchingAndPlainModeTest {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM effect");
   }
 
-  @AfterEach
-  void stop() throws Exception {
-    if (worker != null) {
-      worker.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
-    Leaks.assertPoolConnectionsClean(queue.pool(), 4);
-  }
-
   @Test
   void batchedCommitsKeepEachTaskAtomicAndTenantsExclusive() throws Exception {
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(4).prefetch(100).commitBatch(16, Duration.ofMillis(100))
+    worker = workers.start(workers.builder().concurrency(4).prefetch(100).commitBatch(16, Duration.ofMillis(100))
         .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
         .handler("test.effect", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
@@ -59,14 +52,14 @@ class CommitBatchingAndPlainModeTest {
           if (ctx.taskId() % 7 == 0 && ctx.attempt() == 1) {
             throw new IllegalStateException("first attempt of every 7th task fails");
           }
-        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()).build().start();
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 600; i++) {
       TaskOptions o = i % 3 == 0 ? TaskOptions.defaults() : TaskOptions.defaults().withTenant("t" + (i % 10));
       tasks.add(NewTask.of("test.effect", null, o));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(60)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 600);
+    workers.awaitTasks("completed", 600, Duration.ofSeconds(60));
     assertThat(queue.sql().count("SELECT count(*) FROM effect")).as("one effect per task: failed attempts rolled back to their savepoint").isEqualTo(600);
     assertThat(queue.sql().count("SELECT count(*) FROM effect e JOIN pgtask.task t ON t.id = e.task_id WHERE e.attempt <> t.attempt"))
         .as("effects from attempts that did not complete").isZero();
@@ -81,7 +74,7 @@ class CommitBatchingAndPlainModeTest {
   void aBatchLockedAheadNamesEachTaskWhileItRunsAndGivesBackWhatItDidNotRunOnShutdown() throws Exception {
     List<String> names = java.util.Collections.synchronizedList(new ArrayList<>());
     java.util.concurrent.CountDownLatch firstStarted = new java.util.concurrent.CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(40).commitBatch(32, Duration.ofSeconds(30))
+    worker = workers.start(workers.builder().concurrency(1).prefetch(40).commitBatch(32, Duration.ofSeconds(30))
         .shutdownTimeout(Duration.ofSeconds(10))
         .handler("test.named", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement();
@@ -90,8 +83,8 @@ class CommitBatchingAndPlainModeTest {
             names.add(ctx.taskId() + "=" + rs.getString(1));
           }
           firstStarted.countDown();
-          Thread.sleep(100);
-        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()).build().start();
+          Thread.sleep(100); // the task's work: a few run before the shutdown, the rest stay locked ahead
+        }, dev.pgtask.HandlerOptions.defaults().withSharedTransaction()));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 30; i++) {
       tasks.add(NewTask.of("test.named", null));
@@ -101,7 +94,6 @@ class CommitBatchingAndPlainModeTest {
     // a few of the batch's tasks ran (100 ms each, one at a time); the rest are locked ahead, not run
     await("three handlers ran").atMost(Duration.ofSeconds(10)).until(() -> names.size() >= 3);
     worker.close();
-    worker = null;
 
     assertThat(names).as("application_name seen by each handler").isNotEmpty()
         .allSatisfy(n -> assertThat(n.substring(n.indexOf('=') + 1))
@@ -132,12 +124,11 @@ class CommitBatchingAndPlainModeTest {
         }
       }
     };
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(1).prefetch(100).commitBatch(16, Duration.ofSeconds(5))
+    worker = workers.start(workers.builder().concurrency(1).prefetch(100).commitBatch(16, Duration.ofSeconds(5))
         .handler("test.reader", com.fasterxml.jackson.databind.JsonNode.class, readAndMaybeSet,
             HandlerOptions.defaults().withSharedTransaction())
         .handler("test.setter", com.fasterxml.jackson.databind.JsonNode.class, readAndMaybeSet,
-            HandlerOptions.defaults().withSharedTransaction())
-        .build().start();
+            HandlerOptions.defaults().withSharedTransaction()));
     List<NewTask> warm = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
       // the kinds' first runs, alone; the setter sets nothing yet, so it is batched like the reader
@@ -145,13 +136,13 @@ class CommitBatchingAndPlainModeTest {
       warm.add(NewTask.of("test.setter", null));
     }
     queue.pgtask().enqueueAll(warm);
-    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 8);
+    workers.awaitTasks("completed", 8, Duration.ofSeconds(30));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 40; i++) {
       tasks.add(i % 10 == 3 ? NewTask.of("test.setter", java.util.Map.of("set", true)) : NewTask.of("test.reader", null));
     }
     List<Long> ids = queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 48);
+    workers.awaitTasks("completed", 48, Duration.ofSeconds(30));
     assertThat(ids.stream().map(seen::get).toList()).as("settings seen by the tasks after a task that set one").allMatch(String::isEmpty);
     assertThat(ids.stream().map(transactionOf::get).distinct().count()).as("transactions for 40 tasks (batching happened)")
         .isLessThan(30);
@@ -161,7 +152,7 @@ class CommitBatchingAndPlainModeTest {
   void plainModeRunsWithoutATransactionCompletesInBatchesAndKeepsLeasesAlive() throws Exception {
     Set<String> seen = ConcurrentHashMap.newKeySet();
     AtomicReference<String> tenantConnection = new AtomicReference<>();
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(4).leaseDuration(Duration.ofMillis(600))
+    worker = workers.start(workers.builder().concurrency(4).leaseDuration(Duration.ofMillis(600))
         .handler("test.plain", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           if (ctx.tenant() != null) {
             tenantConnection.set(ctx.connection().getMetaData().getURL());
@@ -174,16 +165,15 @@ class CommitBatchingAndPlainModeTest {
             seen.add("no transaction");
           }
           if (p.path("slow").asBoolean()) {
-            Thread.sleep(2_000);
+            Thread.sleep(2_000); // work that outlasts the 600 ms lease
           }
-        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
-        .build().start();
+        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN)));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 1_000; i++) {
       tasks.add(NewTask.of("test.plain", null));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> queue.sql().count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 1_000);
+    workers.awaitTasks("completed", 1_000, Duration.ofSeconds(30));
     assertThat(seen).as("what plain handlers saw of a transaction").containsExactly("no transaction");
 
     long slow = queue.pgtask().enqueue(NewTask.of("test.plain", java.util.Map.of("slow", true)));
@@ -192,6 +182,7 @@ class CommitBatchingAndPlainModeTest {
     long until = System.nanoTime() + Duration.ofMillis(1_500).toNanos();
     while (System.nanoTime() < until) {
       assertThat(rescue.runNow(dev.pgtask.internal.maintenance.RescuePass.class)).as("plain task rescued although its worker renews the lease").isZero();
+      // the pace of the rescue passes while the task runs, not a wait for a condition
       await().pollDelay(Duration.ofMillis(200)).atMost(Duration.ofSeconds(1)).until(() -> true);
     }
     await().atMost(Duration.ofSeconds(5)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + slow)));
@@ -206,20 +197,19 @@ class CommitBatchingAndPlainModeTest {
   void cancellingARunningPlainTaskEndsItAtOnceAndInterruptsItsHandler() throws Exception {
     java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.CountDownLatch interrupted = new java.util.concurrent.CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(2)
+    worker = workers.start(workers.builder().concurrency(2)
+        .pollInterval(PgTaskWorker.DEFAULT_POLL_INTERVAL) // the cancellation is heard, not found by a poll
         .handler("test.plain.hold", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
           started.countDown();
           try {
-            Thread.sleep(30_000);
+            Thread.sleep(30_000); // the task's work: only the cancellation's interrupt ends it early
           } catch (InterruptedException e) {
             interrupted.countDown();
             throw e;
           }
-        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN))
-        .build().start();
+        }, HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN)));
     // the worker hears the cancellation on its LISTEN pgtask_control connection
-    await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count("SELECT count(*) FROM pg_stat_activity "
-        + "WHERE application_name = 'pgtask listen " + worker.workerId() + "' AND state = 'idle'") == 1);
+    workers.awaitListening(worker, Duration.ofSeconds(10));
     long id = queue.pgtask().enqueue(NewTask.of("test.plain.hold", null));
     assertThat(started.await(10, java.util.concurrent.TimeUnit.SECONDS)).as("handler started").isTrue();
     // a plain handler holds no row lock: the task is cancelled at once, and its worker is told

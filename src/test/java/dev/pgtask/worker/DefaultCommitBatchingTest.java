@@ -8,8 +8,8 @@ import dev.pgtask.HandlerOptions;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -42,7 +42,8 @@ class DefaultCommitBatchingTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("default_batching", 14);
 
-  final List<PgTaskWorker> workers = new ArrayList<>();
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
   /** task id -> the transaction its handler ran in. */
   final Map<Long, Long> transactionOf = new ConcurrentHashMap<>();
   /** task id -> System.nanoTime() when its handler returned. */
@@ -60,15 +61,11 @@ class DefaultCommitBatchingTest {
   }
 
   @AfterEach
-  void stop() throws Exception {
-    watching.set(false);
+  void stopWatcher() throws Exception {
+    watching.set(false); // before the fixture closes the workers
     if (watcher != null) {
       watcher.join(5_000);
     }
-    for (PgTaskWorker w : workers) {
-      w.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
   }
 
   static final HandlerOptions SHARED = HandlerOptions.defaults().withSharedTransaction();
@@ -78,14 +75,14 @@ class DefaultCommitBatchingTest {
    * all opted into shared transactions, and "alone" (no wait, not opted in).
    */
   private PgTaskWorker.Builder builder(String name) {
-    return PgTaskWorker.builder(queue.pool()).pollInterval(Duration.ofMillis(200)).shutdownTimeout(Duration.ofSeconds(5))
+    return workers.builder()
         .handler("quick", JsonNode.class, (ctx, p) -> record(ctx.taskId(), ctx.connection(), name), SHARED)
         .handler("sleepy", JsonNode.class, (ctx, p) -> {
-          Thread.sleep(p.path("ms").asLong());
+          Thread.sleep(p.path("ms").asLong()); // the task's work, as long as its payload says
           record(ctx.taskId(), ctx.connection(), name);
         }, SHARED)
         .handler("fresh", JsonNode.class, (ctx, p) -> {
-          Thread.sleep(p.path("ms").asLong());
+          Thread.sleep(p.path("ms").asLong()); // the task's work, as long as its payload says
           record(ctx.taskId(), ctx.connection(), name);
         }, SHARED)
         .handler("noop", JsonNode.class, (ctx, p) -> { }, SHARED)
@@ -102,9 +99,7 @@ class DefaultCommitBatchingTest {
   }
 
   private PgTaskWorker start(PgTaskWorker.Builder b) {
-    PgTaskWorker w = b.build().start();
-    workers.add(w);
-    return w;
+    return workers.start(b);
   }
 
   private static NewTask quick() {
@@ -153,7 +148,7 @@ class DefaultCommitBatchingTest {
               seenCompletedAt.putIfAbsent(rs.getLong(1), now);
             }
           }
-          Thread.sleep(2);
+          Thread.sleep(2); // the watcher's sampling interval, not a wait for a condition
         }
       } catch (Exception e) {
         throw new IllegalStateException(e);

@@ -9,6 +9,7 @@ import dev.pgtask.PgTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
@@ -35,26 +36,25 @@ class DelayedStartTest {
   private static final Duration LATE_BOUND = Duration.ofMillis(1_500);
 
   final Map<Long, Instant> startedAt = new ConcurrentHashMap<>();
-  PgTaskWorker worker;
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue);
+
   HikariDataSource otherPool;
 
   @BeforeEach
   void startWorker() throws SQLException {
     queue.sql().exec("DELETE FROM pgtask.task");
     otherPool = queue.database().pool(2);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(2).pollInterval(POLL)
-        .shutdownTimeout(Duration.ofSeconds(5))
+    workers.start(workers.builder().concurrency(2).pollInterval(POLL)
         .handler("test.delayed", (ctx, payload) -> startedAt.put(ctx.taskId(), Instant.now()))
-        .handler("test.long", (ctx, payload) -> Thread.sleep(800))
-        .build().start();
+        .handler("test.long", (ctx, payload) -> Thread.sleep(800))); // the task's work
     // the worker's first claim (at start) has happened once its listener is up and it has claimed
     await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
         "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgtask listen %' AND datname = current_database()") > 0);
   }
 
   @AfterEach
-  void stop() {
-    worker.close();
+  void closeOtherPool() {
     otherPool.close();
   }
 
@@ -123,8 +123,8 @@ class DelayedStartTest {
       due.put(elsewhere.enqueue(NewTask.of("test.delayed", null, TaskOptions.defaults().withQueue("deploy")
           .withRunAt(at))), at);
     }
-    try (PgTaskWorker deployed = PgTaskWorker.builder(queue.pool()).queues("deploy").concurrency(2).pollInterval(POLL)
-        .shutdownTimeout(Duration.ofSeconds(5)).workerId("deployed-1")
+    try (PgTaskWorker deployed = workers.builder().queues("deploy").concurrency(2).pollInterval(POLL)
+        .workerId("deployed-1")
         .handler("test.delayed", (ctx, payload) -> startedAt.put(ctx.taskId(), Instant.now()))
         .build().start()) {
       assertThat(Instant.now()).as("the worker started before the first task was due").isBefore(base);

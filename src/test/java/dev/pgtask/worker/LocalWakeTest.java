@@ -102,7 +102,7 @@ class LocalWakeTest {
       tx.commit();
     }
     // an absence, proved with a bounded wait: a worker that was woken starts a task within milliseconds
-    Thread.sleep(2_000);
+    Thread.sleep(2_000); // the bound of the absence above
     assertThat(started).as("tasks started without a notification").isEmpty();
 
     // the worker is fine: the next in-process wake-up claims everything due

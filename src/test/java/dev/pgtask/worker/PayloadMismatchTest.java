@@ -8,11 +8,11 @@ import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -36,26 +36,20 @@ class PayloadMismatchTest {
   private static final String SECRET = "TENANT-SECRET";
 
   final List<Shipment> handled = new CopyOnWriteArrayList<>();
-  PgTaskWorker worker;
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue);
 
   @BeforeEach
   void clean() throws SQLException {
     queue.sql().exec("DELETE FROM pgtask.task");
   }
 
-  @AfterEach
-  void stop() {
-    if (worker != null) {
-      worker.close();
-    }
-  }
-
   private void startWorker(PgTaskWorker.Builder b) {
-    worker = b.handler("ship", Shipment.class, (ctx, s) -> handled.add(s)).build().start();
+    workers.start(b.handler("ship", Shipment.class, (ctx, s) -> handled.add(s)));
   }
 
   private PgTaskWorker.Builder builder() {
-    return PgTaskWorker.builder(queue.pool()).concurrency(2).pollInterval(Duration.ofMillis(300));
+    return workers.builder().concurrency(2).pollInterval(Duration.ofMillis(300));
   }
 
   private long enqueue(String json) {

@@ -17,6 +17,7 @@ import dev.pgtask.internal.sql.ExecuteQueries;
 import dev.pgtask.internal.sql.Sql;
 import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -35,6 +36,9 @@ class RescueTest {
 
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("rescue", 12);
+
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue);
 
   @BeforeEach
   void clean() throws Exception {
@@ -98,19 +102,15 @@ class RescueTest {
 
   @Test
   void aSlowButAliveWorkerIsNeverRobbed() throws Exception {
-    PgTaskWorker slow = PgTaskWorker.builder(queue.pool()).concurrency(2).leaseDuration(Duration.ofMillis(200))
-        .pollInterval(Duration.ofMillis(200))
-        .handler("test.task", (ctx, p) -> Thread.sleep(2_000)).build().start();
-    try {
-      long id = queue.pgtask().enqueue(NewTask.of("test.task", null));
-      await().atMost(Duration.ofSeconds(5)).until(() -> queue.sql().count(
-          "SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND state = 'running' AND lease_until < now()") == 1);
-      assertThat(maintenance().runNow(RescuePass.class)).as("tasks rescued from a live executor holding the row").isZero();
-      await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id)));
-      assertThat(queue.sql().count("SELECT attempt FROM pgtask.task WHERE id = " + id)).as("attempts used").isEqualTo(1);
-    } finally {
-      slow.close();
-    }
+    workers.start(workers.builder().concurrency(2).leaseDuration(Duration.ofMillis(200))
+        .handler("test.task", (ctx, p) -> Thread.sleep(2_000))); // work that outlasts the lease
+    long id = queue.pgtask().enqueue(NewTask.of("test.task", null));
+    await().atMost(Duration.ofSeconds(5)).until(() -> queue.sql().count(
+        "SELECT count(*) FROM pgtask.task WHERE id = " + id + " AND state = 'running' AND lease_until < now()") == 1);
+    assertThat(maintenance().runNow(RescuePass.class)).as("tasks rescued from a live executor holding the row").isZero();
+    await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id)));
+    assertThat(queue.sql().count("SELECT attempt FROM pgtask.task WHERE id = " + id)).as("attempts used").isEqualTo(1);
+    workers.closeAll();
     Leaks.assertNoAdvisoryLocks(queue.database());
   }
 

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -22,10 +23,13 @@ class RetryBackoffTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("retry_backoff", 4);
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue);
+
   @Test
   void aRetrysBackoffCountsFromTheFailureNotFromTheTransactionsStart() throws Exception {
-    try (PgTaskWorker worker = PgTaskWorker.builder(queue.pool()).concurrency(1).pollInterval(Duration.ofMillis(200))
-        .retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(1)).shutdownTimeout(Duration.ofSeconds(5))
+    try (PgTaskWorker worker = workers.builder().concurrency(1)
+        .retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(1))
         .handler("backoff.slow-failure", JsonNode.class, (ctx, p) -> {
           try (var st = ctx.connection().createStatement()) {
             st.execute("SELECT pg_sleep(1.5)"); // inside the task's transaction: now() stays at its start

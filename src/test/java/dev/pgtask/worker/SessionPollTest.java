@@ -7,8 +7,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.pgtask.NewTask;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -34,6 +34,9 @@ class SessionPollTest {
 
   static final Duration POLL = Duration.ofMillis(500);
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
+
   PgTaskWorker worker;
   CountDownLatch started;
   CountDownLatch release;
@@ -46,7 +49,7 @@ class SessionPollTest {
     release = new CountDownLatch(1);
     // a long lease: the lease keeper's own check of the held tasks (every third of it) comes too late
     // to stand in for the poll's
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(2).queues("sp").pollInterval(POLL)
+    worker = workers.start(workers.builder().concurrency(2).queues("sp").pollInterval(POLL)
         .leaseDuration(Duration.ofSeconds(60)).shutdownTimeout(Duration.ofSeconds(1))
         .handler("sp.run", JsonNode.class, (ctx, p) -> {
           started.countDown();
@@ -58,16 +61,13 @@ class SessionPollTest {
               throw e;
             }
           }
-        })
-        .build().start();
-    await().atMost(Duration.ofSeconds(10)).until(worker::listening);
+        }));
+    workers.awaitListening(worker, Duration.ofSeconds(10));
   }
 
   @AfterEach
-  void stopWorker() throws Exception {
-    release.countDown();
-    worker.close();
-    Leaks.assertNoAdvisoryLocks(queue.database());
+  void releaseHandlers() {
+    release.countDown(); // before the fixture closes the worker
   }
 
   /**

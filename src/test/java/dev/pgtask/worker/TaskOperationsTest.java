@@ -13,9 +13,9 @@ import dev.pgtask.TaskNotFoundException;
 import dev.pgtask.TaskOptions;
 import dev.pgtask.TaskStateException;
 import dev.pgtask.TaskUpdate;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.LogCapture;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -37,6 +37,9 @@ class TaskOperationsTest {
   @RegisterExtension
   static final QueueDatabase queue = new QueueDatabase("ops", 8, "CREATE TABLE effect (task_id bigint)");
 
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks();
+
   PgTaskWorker worker;
   CountDownLatch release;
   CountDownLatch started;
@@ -47,7 +50,7 @@ class TaskOperationsTest {
     queue.sql().exec("DELETE FROM pgtask.task; DELETE FROM effect");
     release = new CountDownLatch(1);
     started = new CountDownLatch(1);
-    worker = PgTaskWorker.builder(queue.pool()).concurrency(2).queues("ops").pollInterval(Duration.ofMillis(300))
+    worker = workers.start(workers.builder().concurrency(2).queues("ops").pollInterval(Duration.ofMillis(300))
         .handler("test.hold", (ctx, p) -> {
           try (Statement st = ctx.connection().createStatement()) {
             st.execute("INSERT INTO effect VALUES (" + ctx.taskId() + ")");
@@ -59,18 +62,15 @@ class TaskOperationsTest {
             interrupted.set(true);
             throw e;
           }
-        })
-        .build().start();
+        }));
     // a task started before the worker's LISTEN pgtask_control could not be told of a cancellation
     // (the listener's session also runs polls and maintenance ticks, so its last statement says nothing: ask the worker)
-    await().atMost(Duration.ofSeconds(30)).until(() -> dev.pgtask.internal.WorkerAccess.runtime(worker).listening());
+    workers.awaitListening(worker, Duration.ofSeconds(30));
   }
 
   @AfterEach
-  void stopWorker() throws Exception {
-    release.countDown();
-    worker.close();
-    Leaks.assertNoAdvisoryLocks(queue.database());
+  void releaseHandlers() {
+    release.countDown(); // before the fixture closes the worker
   }
 
   private long runningTask() throws Exception {
@@ -104,7 +104,7 @@ class TaskOperationsTest {
   void cancellingARunningTaskInterruptsAndRollsItBack() throws Exception {
     long id = runningTask();
     assertThat(queue.pgtask().cancel(id)).isEqualTo(CancelResult.CANCEL_REQUESTED);
-    await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(state(id)));
+    workers.awaitState(id, "cancelled", Duration.ofSeconds(10));
     assertThat(interrupted.get()).as("handler interrupted").isTrue();
     assertThat(queue.sql().count("SELECT count(*) FROM effect")).as("effects of the cancelled attempt").isZero();
   }
@@ -173,7 +173,7 @@ class TaskOperationsTest {
     assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("time to fail three operations").isLessThan(Duration.ofSeconds(2));
     assertThat(state(id)).isEqualTo("running");
     release.countDown();
-    await().atMost(Duration.ofSeconds(10)).until(() -> "completed".equals(state(id)));
+    workers.awaitState(id, "completed", Duration.ofSeconds(10));
     assertThat(queue.sql().text("SELECT payload::text FROM pgtask.task WHERE id = " + id)).as("payload untouched").isEqualTo("{}");
   }
 
@@ -193,6 +193,7 @@ class TaskOperationsTest {
         throw new RuntimeException(e);
       }
     });
+    // an absence (the UPDATE still waits), proved with a bounded wait
     await().pollDelay(Duration.ofMillis(300)).atMost(Duration.ofSeconds(1)).until(() -> true);
     assertThat(updated).as("UPDATE still waiting while the task runs").isNotDone();
     release.countDown();

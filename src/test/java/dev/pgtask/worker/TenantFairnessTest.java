@@ -36,7 +36,7 @@ class TenantFairnessTest {
     List<PgTaskWorker> workers = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
       workers.add(PgTaskWorker.builder(queue.pool()).workerId("fair-" + i).concurrency(5).pollInterval(Duration.ofSeconds(5))
-          .handler("test.sleep10", (ctx, p) -> Thread.sleep(10))
+          .handler("test.sleep10", (ctx, p) -> Thread.sleep(10)) // the task's work
           .build().start());
     }
     try {
@@ -45,6 +45,7 @@ class TenantFairnessTest {
       // while only A has work, how often do the workers claim?
       long claimsBefore = claimQueries(workers);
       long t0 = System.nanoTime();
+      // the window the claim rate is measured over, not a wait for a condition
       await().pollDelay(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(() -> true);
       double seconds = (System.nanoTime() - t0) / 1e9;
       double claimRate = (claimQueries(workers) - claimsBefore) / seconds;

@@ -60,8 +60,8 @@ class TenantLoadTest {
     // 30 s, at least 5 s. Two workers of 4 threads each: more workers do not help the slow tenant.
     PgTaskWorker.Builder b = PgTaskWorker.builder(queue.pool()).queues("load").concurrency(4)
         .tenantDeferDelay(Duration.ofMillis(20))
-        .handler("load.slow", (ctx, p) -> Thread.sleep(300))
-        .handler("load.fast", (ctx, p) -> Thread.sleep(10));
+        .handler("load.slow", (ctx, p) -> Thread.sleep(300)) // the slow kind's work
+        .handler("load.fast", (ctx, p) -> Thread.sleep(10)); // the fast kind's work
     ScheduledExecutorService arrivals = Executors.newSingleThreadScheduledExecutor();
     try (PgTaskWorker w1 = b.workerId("load-1").build().start(); PgTaskWorker w2 = b.workerId("load-2").build().start()) {
       arrivals.scheduleAtFixedRate(() -> {

@@ -12,8 +12,8 @@ import dev.pgtask.RetryTaskException;
 import dev.pgtask.SnoozeTaskException;
 import dev.pgtask.TaskArgs;
 import dev.pgtask.TaskOptions;
-import dev.pgtask.testsupport.Leaks;
 import dev.pgtask.testsupport.QueueDatabase;
+import dev.pgtask.testsupport.WorkerFixture;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -23,7 +23,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -43,7 +42,8 @@ class WorkerTest {
     }
   }
 
-  final List<PgTaskWorker> workers = new ArrayList<>();
+  @RegisterExtension
+  final WorkerFixture workers = WorkerFixture.on(queue).checkingLeaks(5);
 
   @BeforeEach
   void clean() throws SQLException {
@@ -51,24 +51,13 @@ class WorkerTest {
     exec("DELETE FROM effect");
   }
 
-  @AfterEach
-  void stopWorkersAndCheckLeaks() throws SQLException {
-    for (PgTaskWorker w : workers) {
-      w.close();
-    }
-    Leaks.assertNoAdvisoryLocks(queue.database());
-    Leaks.assertPoolConnectionsClean(queue.pool(), 5);
-  }
-
   private PgTaskWorker start(PgTaskWorker.Builder b) {
-    PgTaskWorker w = b.build();
-    workers.add(w);
-    return w.start();
+    return workers.start(b);
   }
 
   private PgTaskWorker.Builder worker() {
-    return PgTaskWorker.builder(queue.pool()).concurrency(5).pollInterval(Duration.ofMillis(500))
-        .retryBackoff(Duration.ofMillis(20), Duration.ofMillis(100)).shutdownTimeout(Duration.ofSeconds(5));
+    return workers.builder().concurrency(5).pollInterval(Duration.ofMillis(500))
+        .retryBackoff(Duration.ofMillis(20), Duration.ofMillis(100));
   }
 
   @Test
@@ -87,7 +76,7 @@ class WorkerTest {
       tasks.add(NewTask.of(new Note("n" + i)));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 200);
+    workers.awaitTasks("completed", 200, Duration.ofSeconds(30));
     assertThat(count("SELECT count(*) FROM effect")).as("one effect row per task").isEqualTo(200);
     assertThat(count("SELECT count(DISTINCT task_id) FROM effect")).as("distinct tasks with effects").isEqualTo(200);
     assertThat(count("SELECT count(*) FROM effect e JOIN pgtask.task t ON t.id = e.task_id "
@@ -103,7 +92,7 @@ class WorkerTest {
       }
     }));
     long id = queue.pgtask().enqueue(NewTask.of("test.flaky", null));
-    await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
+    workers.awaitState(id, "completed", Duration.ofSeconds(20));
     assertThat(count("SELECT count(*) FROM effect")).as("only the successful attempt's effect survives").isEqualTo(1);
     assertThat(count("SELECT attempt FROM effect")).as("attempt that committed").isEqualTo(3);
     assertThat(count("SELECT jsonb_array_length(errors) FROM pgtask.task WHERE id = " + id)).as("errors recorded").isEqualTo(2);
@@ -116,7 +105,7 @@ class WorkerTest {
   void aRetryStartsWhenItsBackoffEndsNotAtTheNextPoll() throws SQLException {
     java.util.Map<Integer, Long> startedAt = new java.util.concurrent.ConcurrentHashMap<>();
     Duration poll = Duration.ofSeconds(5); // the default: a retry found by the poll starts 4.5 to 5 s later
-    start(PgTaskWorker.builder(queue.pool()).concurrency(2).pollInterval(poll).shutdownTimeout(Duration.ofSeconds(5))
+    start(workers.builder().concurrency(2).pollInterval(poll)
         .handler("test.soon_again", (ctx, payload) -> {
           startedAt.put(ctx.attempt(), System.nanoTime());
           if (ctx.attempt() == 1) {
@@ -124,7 +113,7 @@ class WorkerTest {
           }
         }));
     long id = queue.pgtask().enqueue(NewTask.of("test.soon_again", null));
-    await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
+    workers.awaitState(id, "completed", Duration.ofSeconds(20));
     long apartMillis = (startedAt.get(2) - startedAt.get(1)) / 1_000_000;
     assertThat(apartMillis).as("ms between the first attempt and its retry after a 500 ms backoff")
         .isBetween(450L, 2_500L);
@@ -137,7 +126,7 @@ class WorkerTest {
       throw dev.pgtask.RetryTaskException.at(at, "later");
     }));
     long id = queue.pgtask().enqueue(NewTask.of("test.retry_at", null));
-    await().atMost(Duration.ofSeconds(20)).until(() -> "retryable".equals(state(id)));
+    workers.awaitState(id, "retryable", Duration.ofSeconds(20));
     assertThat(text("SELECT to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') FROM pgtask.task WHERE id = " + id))
         .isEqualTo("2099-01-02T03:04:05.678901");
   }
@@ -158,7 +147,7 @@ class WorkerTest {
         }
       }));
       long id = queue.pgtask().enqueue(NewTask.of("test.deferred", null));
-      await().atMost(Duration.ofSeconds(20)).until(() -> "completed".equals(state(id)));
+      workers.awaitState(id, "completed", Duration.ofSeconds(20));
       assertThat(count("SELECT count(*) FROM effect")).as("only the attempt that committed left effects").isEqualTo(1);
       assertThat(count("SELECT attempt FROM effect")).isEqualTo(3);
       assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
@@ -175,7 +164,7 @@ class WorkerTest {
       throw new RuntimeException("always");
     }));
     long id = queue.pgtask().enqueue(NewTask.of("test.fail", null, TaskOptions.defaults().withMaxAttempts(3)));
-    await().atMost(Duration.ofSeconds(20)).until(() -> "discarded".equals(state(id)));
+    workers.awaitState(id, "discarded", Duration.ofSeconds(20));
     assertThat(count("SELECT attempt FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
     assertThat(count("SELECT jsonb_array_length(errors) FROM pgtask.task WHERE id = " + id)).isEqualTo(3);
     assertThat(count("SELECT count(*) FROM pgtask.tasks WHERE id = " + id + " AND finished_at IS NOT NULL")).isEqualTo(1);
@@ -213,14 +202,14 @@ class WorkerTest {
     start(worker().handler("test.slow", com.fasterxml.jackson.databind.JsonNode.class, (ctx, p) -> {
       exec(ctx.connection(), "INSERT INTO effect (task_id, attempt) VALUES (" + ctx.taskId() + ", " + ctx.attempt() + ")");
       try {
-        Thread.sleep(60_000);
+        Thread.sleep(60_000); // the task's work: only the timeout's interrupt ends it early
       } catch (InterruptedException e) {
         interrupted.incrementAndGet();
         throw e;
       }
     }, HandlerOptions.defaults().withTimeout(Duration.ofMillis(300))));
     long id = queue.pgtask().enqueue(NewTask.of("test.slow", null, TaskOptions.defaults().withMaxAttempts(1)));
-    await().atMost(Duration.ofSeconds(10)).until(() -> "discarded".equals(state(id)));
+    workers.awaitState(id, "discarded", Duration.ofSeconds(10));
     assertThat(interrupted.get()).as("handler interrupted at its timeout").isEqualTo(1);
     assertThat(text("SELECT last_error FROM pgtask.tasks WHERE id = " + id)).contains("timed out");
     assertThat(count("SELECT count(*) FROM effect")).as("effects of the timed-out attempt").isZero();
@@ -232,19 +221,19 @@ class WorkerTest {
         (ctx, p) -> exec(ctx.connection(), "SELECT pg_sleep(60)"),
         HandlerOptions.defaults().withTimeout(Duration.ofMillis(300))));
     long id = queue.pgtask().enqueue(NewTask.of("test.pgsleep", null, TaskOptions.defaults().withMaxAttempts(1)));
-    await().atMost(Duration.ofSeconds(10)).until(() -> "discarded".equals(state(id)));
+    workers.awaitState(id, "discarded", Duration.ofSeconds(10));
     assertThat(text("SELECT last_error FROM pgtask.tasks WHERE id = " + id)).contains("timed out");
   }
 
   @Test
   void gracefulShutdownLetsRunningTasksFinish() throws SQLException {
-    PgTaskWorker w = start(worker().handler("test.sleep", (ctx, p) -> Thread.sleep(400)));
+    PgTaskWorker w = start(worker().handler("test.sleep", (ctx, p) -> Thread.sleep(400))); // the task's work, shorter than the shutdown timeout
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
       tasks.add(NewTask.of("test.sleep", null));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'running'") == 5);
+    workers.awaitTasks("running", 5, Duration.ofSeconds(10));
     w.close();
     assertThat(count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'"))
         .as("tasks running at shutdown finished within the shutdown timeout").isEqualTo(5);
@@ -254,14 +243,14 @@ class WorkerTest {
   void shutdownDeadlineInterruptsRollsBackAndReleasesTasks() throws SQLException {
     PgTaskWorker w = start(worker().shutdownTimeout(Duration.ofMillis(200)).handler("test.long", (ctx, p) -> {
       exec(ctx.connection(), "INSERT INTO effect (task_id, attempt) VALUES (" + ctx.taskId() + ", " + ctx.attempt() + ")");
-      Thread.sleep(60_000);
+      Thread.sleep(60_000); // the task's work: only the shutdown deadline's interrupt ends it early
     }));
     List<NewTask> tasks = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
       tasks.add(NewTask.of("test.long", null));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'running'") == 5);
+    workers.awaitTasks("running", 5, Duration.ofSeconds(10));
     long started = System.nanoTime();
     w.close();
     assertThat(Duration.ofNanos(System.nanoTime() - started)).as("shutdown time").isLessThan(Duration.ofSeconds(8));
@@ -276,7 +265,7 @@ class WorkerTest {
     start(worker().concurrency(5).handler("test.tenant", (ctx, p) -> {
       exec(ctx.connection(), "INSERT INTO effect (task_id, attempt, tenant, started_at) VALUES ("
           + ctx.taskId() + ", " + ctx.attempt() + ", '" + ctx.tenant() + "', clock_timestamp())");
-      Thread.sleep(15);
+      Thread.sleep(15); // the task's work: long enough for two tasks of a tenant to overlap, were they allowed to
       exec(ctx.connection(), "UPDATE effect SET finished_at = clock_timestamp() WHERE task_id = " + ctx.taskId());
     }));
     List<NewTask> tasks = new ArrayList<>();
@@ -284,7 +273,7 @@ class WorkerTest {
       tasks.add(NewTask.of("test.tenant", null, TaskOptions.defaults().withTenant("t" + (i % 3))));
     }
     queue.pgtask().enqueueAll(tasks);
-    await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM pgtask.tasks WHERE state = 'completed'") == 60);
+    workers.awaitTasks("completed", 60, Duration.ofSeconds(30));
     assertThat(count("SELECT count(*) FROM effect")).isEqualTo(60);
     assertThat(count("SELECT count(*) FROM effect a JOIN effect b ON a.tenant = b.tenant AND a.task_id < b.task_id "
         + "AND tstzrange(a.started_at, a.finished_at) && tstzrange(b.started_at, b.finished_at)"))
