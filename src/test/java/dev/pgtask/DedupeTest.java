@@ -316,7 +316,7 @@ class DedupeTest {
   }
 
   private static long tasksWithKey(String key) throws SQLException {
-    try (Connection c = db.connect(); PreparedStatement ps = c.prepareStatement(
+    try (Connection c = db.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(
         "SELECT count(*) FROM pgtask.task WHERE dedupe_key = ?")) {
       ps.setString(1, key);
       try (ResultSet rs = ps.executeQuery()) {
