@@ -96,9 +96,8 @@ class CancelRequestTest {
     return queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + id);
   }
 
-  private boolean listening() throws Exception {
-    return queue.sql().count("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgtask listen "
-        + worker.workerId() + "' AND state = 'idle'") == 1;
+  private boolean listening() {
+    return worker.listening();
   }
 
   @Test

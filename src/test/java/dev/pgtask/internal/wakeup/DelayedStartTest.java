@@ -45,12 +45,11 @@ class DelayedStartTest {
   void startWorker() throws SQLException {
     queue.sql().exec("DELETE FROM pgtask.task");
     otherPool = queue.database().pool(2);
-    workers.start(workers.builder().concurrency(2).pollInterval(POLL)
+    PgTaskWorker worker = workers.start(workers.builder().concurrency(2).pollInterval(POLL)
         .handler("test.delayed", (ctx, payload) -> startedAt.put(ctx.taskId(), Instant.now()))
         .handler("test.long", (ctx, payload) -> Thread.sleep(800))); // the task's work
-    // the worker's first claim (at start) has happened once its listener is up and it has claimed
-    await().atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgtask listen %' AND datname = current_database()") > 0);
+    // the worker's first claim (at start) has happened, and its LISTENs are in place
+    await().atMost(Duration.ofSeconds(10)).until(() -> worker.lastClaimAt() != null && worker.listening());
   }
 
   @AfterEach
