@@ -30,13 +30,26 @@ SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off
 SET jit = off
 AS $$
+DECLARE
+  v_n integer;
 BEGIN
   IF NEW.state IN ('available', 'retryable') THEN
-    NEW.blocked := EXISTS (
-      SELECT 1 FROM pgtask.task h
-      WHERE h.tenant_id = NEW.tenant_id AND h.queue = NEW.queue AND NOT h.blocked
-        AND h.state IN ('available', 'retryable', 'running')
-        AND (h.state = 'running' OR h.run_at <= NEW.run_at));
+    v_n := pgtask.tenant_slots(NEW.tenant_id);
+    IF v_n <= 1 THEN
+      NEW.blocked := EXISTS (
+        SELECT 1 FROM pgtask.task h
+        WHERE h.tenant_id = NEW.tenant_id AND h.queue = NEW.queue AND NOT h.blocked
+          AND h.state IN ('available', 'retryable', 'running')
+          AND (h.state = 'running' OR h.run_at <= NEW.run_at));
+    ELSE
+      -- a tenant that may run N at once (pgtask.set_limit) has up to N heads in a queue
+      NEW.blocked := (SELECT count(*) FROM (
+        SELECT 1 FROM pgtask.task h
+        WHERE h.tenant_id = NEW.tenant_id AND h.queue = NEW.queue AND NOT h.blocked
+          AND h.state IN ('available', 'retryable', 'running')
+          AND (h.state = 'running' OR h.run_at <= NEW.run_at)
+        LIMIT v_n) s) >= v_n;
+    END IF;
   END IF;
   RETURN NEW;
 END
@@ -50,6 +63,71 @@ CREATE TRIGGER task_before_insert_tenant
   BEFORE INSERT ON pgtask.task
   FOR EACH ROW WHEN (NEW.tenant_id IS NOT NULL AND NOT NEW.blocked)
   EXECUTE FUNCTION pgtask.task_before_insert_tenant();
+
+-- The hand-off for tenants that may run N > 1 tasks at once (pgtask.set_limit): each (tenant,
+-- queue) pair given gets up to N heads (running, or queued and unblocked). The waiting tasks that
+-- are due are promoted in (priority, run_at, id) order, up to N less the heads it has; a pair with
+-- no head and nothing due gets the task due first. Pairs of tenants limited to one task at a time
+-- are left alone (pgtask.promote_tenants hands theirs on). Rows locked by others are passed over
+-- (SKIP LOCKED). More heads than slots are harmless: the slots (pgtask.take_slots) decide who
+-- runs; the heads only keep a backlog out of the claim's way. Wakes the promoted tasks' queues;
+-- returns how many were promoted.
+CREATE OR REPLACE FUNCTION pgtask.promote_parallel(p_tenant_ids integer[], p_queues text[]) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+  r record;
+  v_heads integer;
+  v_count integer := 0;
+  v_queues text[] := '{}';
+  v_run_ats timestamptz[] := '{}';
+  v_now timestamptz := clock_timestamp();
+  v_promoted record;
+BEGIN
+  FOR r IN
+    SELECT DISTINCT x.tenant_id, x.queue, l.max_running AS n
+    FROM unnest(p_tenant_ids, p_queues) AS x(tenant_id, queue)
+    JOIN pgtask.flow_limit l ON l.scope = 'tenant' AND l.tenant_id = x.tenant_id AND l.max_running > 1
+    WHERE x.queue IS NOT NULL
+    ORDER BY x.tenant_id, x.queue
+  LOOP
+    SELECT count(*) INTO v_heads FROM pgtask.task h
+    WHERE h.tenant_id = r.tenant_id AND h.queue = r.queue AND NOT h.blocked
+      AND h.state IN ('available', 'retryable', 'running');
+    CONTINUE WHEN v_heads >= r.n;
+    FOR v_promoted IN
+      WITH due AS (
+        SELECT w.id FROM pgtask.task w
+        WHERE w.tenant_id = r.tenant_id AND w.queue = r.queue AND w.blocked AND w.run_at <= v_now
+        ORDER BY w.priority, w.run_at, w.id
+        LIMIT r.n - v_heads
+        FOR UPDATE SKIP LOCKED
+      ), first_due AS (
+        SELECT w.id FROM pgtask.task w
+        WHERE v_heads = 0 AND NOT EXISTS (SELECT 1 FROM due)
+          AND w.tenant_id = r.tenant_id AND w.queue = r.queue AND w.blocked
+        ORDER BY w.run_at, w.priority, w.id
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE pgtask.task t SET blocked = false
+      WHERE t.id IN (SELECT id FROM due UNION ALL SELECT id FROM first_due)
+      RETURNING t.queue, t.run_at
+    LOOP
+      v_count := v_count + 1;
+      v_queues := v_queues || v_promoted.queue;
+      v_run_ats := v_run_ats || v_promoted.run_at;
+    END LOOP;
+  END LOOP;
+  IF v_count > 0 THEN
+    PERFORM pgtask.wake_queues(v_queues, v_run_ats);
+  END IF;
+  RETURN v_count;
+END
+$$;
 
 -- Hands on the heads of many (tenant, queue) pairs in one statement (parallel arrays). A pair
 -- with a head that is running or due keeps it. Otherwise the pair's next head is, of its waiting
@@ -82,7 +160,15 @@ DECLARE
   v_queues text[];
   v_run_ats timestamptz[];
   v_now timestamptz := clock_timestamp();
+  v_parallel integer;
 BEGIN
+  -- tenants that may run N > 1 at once: their own hand-off (the query below gives one head)
+  IF EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.scope = 'tenant' AND l.max_running > 1) THEN
+    v_parallel := pgtask.promote_parallel(p_tenant_ids, p_queues);
+    SELECT array_agg(x.tenant_id), array_agg(x.queue) INTO p_tenant_ids, p_queues
+    FROM unnest(p_tenant_ids, p_queues) AS x(tenant_id, queue)
+    WHERE pgtask.tenant_slots(x.tenant_id) <= 1;
+  END IF;
   WITH RECURSIVE pairs AS (
     SELECT DISTINCT x.tenant_id, x.queue
     FROM unnest(p_tenant_ids, p_queues) AS x(tenant_id, queue)
@@ -148,7 +234,7 @@ BEGIN
   IF v_count > 0 THEN
     PERFORM pgtask.wake_queues(v_queues, v_run_ats);
   END IF;
-  RETURN v_count;
+  RETURN v_count + coalesce(v_parallel, 0);
 END
 $$;
 
@@ -205,6 +291,15 @@ BEGIN
          OR (o.state = 'running' AND n.state <> 'running')
          OR n.run_at > o.run_at
          OR n.queue <> o.queue);
+  -- tenants that may run N > 1 at once (pgtask.set_limit): their own hand-off; one probe of a
+  -- table that is empty without limits
+  IF v_tenants IS NOT NULL
+     AND EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.scope = 'tenant' AND l.max_running > 1) THEN
+    PERFORM pgtask.promote_parallel(v_tenants, v_queues);
+    SELECT array_agg(x.tenant_id), array_agg(x.queue) INTO v_tenants, v_queues
+    FROM unnest(v_tenants, v_queues) AS x(tenant_id, queue)
+    WHERE pgtask.tenant_slots(x.tenant_id) <= 1;
+  END IF;
   -- as pgtask.heads_ended does, inline, and pgtask.promote_tenants's query inline too: a call of
   -- that function (its own settings set and restored, its statement prepared in its own frame)
   -- cost more than the query it runs, once per completed task of a tenant with the defaults

@@ -194,6 +194,14 @@ BEGIN
                   FROM unnest(v_ids, kinds, payloads, queues, v_tenant_ids, run_ats, priorities, max_attempts)
                        WITH ORDINALITY AS x(id, kind, payload, queue, tenant_id, run_at, priority, max_attempts, ord)) u
            ) b;
+      -- a tenant that may run N > 1 at once (pgtask.set_limit) gets its N heads: the batch gave it one
+      IF EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.scope = 'tenant' AND l.max_running > 1
+                 AND l.tenant_id = ANY (v_tenant_ids)) THEN
+        PERFORM pgtask.promote_parallel(v_tenant_ids,
+          ARRAY(SELECT coalesce(q.queue, 'default')
+                FROM generate_series(1, v_n) AS g(i) LEFT JOIN LATERAL (SELECT queues[g.i] AS queue) q ON true
+                ORDER BY g.i));
+      END IF;
     END IF;
     RETURN QUERY SELECT x.ord::integer, x.id, true FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord);
     RETURN;

@@ -86,7 +86,7 @@ SELECT t.id AS task_id, t.kind, t.queue, tn.name AS tenant, t.owner AS worker, a
        EXISTS (
          SELECT 1 FROM pg_locks l
          WHERE l.locktype = 'advisory' AND l.granted AND l.pid = a.pid AND l.objsubid = 2
-           AND l.classid = pgtask.lock_namespace_oid() AND l.objid = t.tenant_id::text::oid) AS holds_tenant_lock,
+           AND pgtask.slot_offset(l.classid) < 1024 AND l.objid = t.tenant_id::text::oid) AS holds_tenant_lock,
        (SELECT r.requested_at FROM pgtask.cancel_request r
         WHERE r.task_id = t.id AND r.attempt = t.attempt) AS cancel_requested_at,
        (a.pid IS NULL AND t.lease_until > now()
@@ -99,7 +99,9 @@ LEFT JOIN pg_stat_activity a
  AND split_part(a.application_name, ' ', 3) = t.id::text
 WHERE t.state = 'running';
 
--- Each tenant lock held right now: its holder, since when, and the sessions waiting for it.
+-- Each tenant lock held right now: its holder, since when, and the sessions waiting for it. A
+-- tenant that may run N tasks at once (pgtask.set_limit) has up to N rows, one per slot held
+-- (slot 0 is the one lock of a tenant without a limit).
 -- pgtask's workers never wait for a tenant lock (they try it and defer the task), so waiting_pids
 -- lists only other sessions that called pg_advisory_xact_lock on the same key.
 CREATE OR REPLACE VIEW pgtask.tenant_locks AS
@@ -108,13 +110,14 @@ SELECT tn.name AS tenant, l.pid AS holder_pid, a.application_name, a.xact_start,
        ARRAY(SELECT w.pid FROM pg_locks w
              WHERE w.locktype = 'advisory' AND NOT w.granted AND w.database = l.database
                AND w.classid = l.classid AND w.objid = l.objid AND w.objsubid = 2
-             ORDER BY w.pid) AS waiting_pids
+             ORDER BY w.pid) AS waiting_pids,
+       pgtask.slot_offset(l.classid)::integer AS slot
 FROM pg_locks l
 JOIN pgtask.tenant tn ON tn.id::text::oid = l.objid
 LEFT JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-  AND l.classid = pgtask.lock_namespace_oid();
+  AND pgtask.slot_offset(l.classid) < 1024;
 
 -- Due heads that no live worker can run, one row each: claimable now (available or retryable,
 -- not waiting, run_at passed), and either their queue is paused ('paused_queue', whatever the

@@ -100,6 +100,8 @@ $$;
 --   worker_lost        marked running by a worker that is not live: rescued once its lease ends
 --   waiting_for_tenant waiting behind another task of its tenant: the task it waits for is
 --                      described too ("head"), in the same words
+--   limit_full         due, but a concurrency limit that applies to it (pgtask.set_limit) is full:
+--                      which one, and the tasks running under it
 --   tenant_lock_held   due, but its tenant's advisory lock is held by a backend (pg_locks)
 --   retrying           failed, next attempt at run_at
 --   scheduled          due later, at run_at
@@ -127,6 +129,7 @@ DECLARE
   v_workers integer;
   v_base jsonb;
   v_clock timestamptz := clock_timestamp();
+  v_limit jsonb;
 BEGIN
   SELECT * INTO t FROM pgtask.task WHERE id = v_id;
   IF NOT FOUND THEN
@@ -176,8 +179,18 @@ BEGIN
              THEN '; cancel requested at ' || pgtask.explain_time(v_run.cancel_requested_at) ELSE '' END));
   END IF;
 
+  -- due, and a limit that applies to it is full (db/R__05d_limits.sql)
+  IF NOT t.blocked AND t.run_at <= now() THEN
+    v_limit := pgtask.limit_full_json(t.tenant_id, t.queue, t.kind);
+    IF v_limit IS NOT NULL THEN
+      RETURN v_base || (v_limit - 'text') || jsonb_build_object('sentence',
+        format('task %s is due since %s, but %s; a worker starts it when one of them ends', t.id,
+          pgtask.explain_time(t.run_at), v_limit ->> 'text'));
+    END IF;
+  END IF;
+
   -- waiting behind its tenant: its head in its queue (blocked), or a task of its tenant running
-  -- anywhere (the claim passes over a tenant with a running task)
+  -- anywhere (the claim passes over a tenant with a running task, unless its limit admits more)
   IF t.blocked THEN
     SELECT * INTO v_head FROM pgtask.task h
     WHERE h.tenant_id = t.tenant_id AND h.queue = t.queue AND NOT h.blocked
@@ -189,7 +202,7 @@ BEGIN
         'sentence', format('task %s is waiting behind its tenant %s in queue %s, which has no task there that is '
           'not waiting: the workers'' tenant repair pass hands it on', t.id, v_tenant, t.queue));
     END IF;
-  ELSIF t.tenant_id IS NOT NULL AND t.run_at <= now() THEN
+  ELSIF t.tenant_id IS NOT NULL AND t.run_at <= now() AND pgtask.tenant_slots(t.tenant_id) <= 1 THEN
     SELECT * INTO v_head FROM pgtask.task h
     WHERE h.tenant_id = t.tenant_id AND h.state = 'running' AND NOT h.blocked AND h.id <> t.id
     ORDER BY h.attempted_at, h.id
@@ -208,7 +221,7 @@ BEGIN
   -- its tenant's lock held by a backend (another application's pg_advisory_xact_lock on pgtask's
   -- key, or a task transaction of the tenant not marked running, or not yet): a worker that claims
   -- the task while it is held defers it, without spending an attempt
-  IF t.tenant_id IS NOT NULL THEN
+  IF t.tenant_id IS NOT NULL AND pgtask.tenant_slots(t.tenant_id) <= 1 THEN
     SELECT l.holder_pid, l.application_name, l.xact_start INTO v_lock
     FROM pgtask.tenant_locks l WHERE l.tenant = v_tenant
     ORDER BY l.xact_start NULLS LAST LIMIT 1;

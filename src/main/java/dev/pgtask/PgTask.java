@@ -45,6 +45,7 @@ public final class PgTask {
   private final TaskOperations tasks;
   private final ScheduleOperations schedules;
   private final QueueControl queues;
+  private final LimitOperations limits;
 
   private PgTask(Builder b) {
     this.dataSource = b.dataSource;
@@ -55,6 +56,7 @@ public final class PgTask {
     this.tasks = new TaskOperations(dsl, payloads);
     this.schedules = new ScheduleOperations(dsl, payloads);
     this.queues = new QueueControl(dataSource, dsl);
+    this.limits = new LimitOperations(dataSource, dsl);
   }
 
   /** A client with default settings over {@code dataSource} (whose schema is migrated). */
@@ -252,6 +254,42 @@ public final class PgTask {
    */
   public boolean resumeQueue(String queue) {
     return queues.resume(queue);
+  }
+
+  /**
+   * Sets the concurrency limit of a tenant, queue or kind ({@code pgtask.set_limit}), replacing any
+   * limit it had: at most {@code limit.maxRunning()} of its tasks run at once across the whole
+   * cluster, whatever the number of workers, composed with every other limit that applies (a task
+   * starts only when all of them admit it). Durable: workers that start later obey it; it applies
+   * to every task that starts after this call returns. A lowered limit stops no running task.
+   * Without a limit a tenant runs one task at a time, and a queue or kind is unlimited.
+   *
+   * <pre>{@code
+   * pgTask.setLimit(LimitScope.TENANT, "acme", Limit.maxRunning(4));
+   * pgTask.setLimit(LimitScope.KIND, "report.render", Limit.maxRunning(2));
+   * }</pre>
+   *
+   * @return true when the key had no limit before, false when this replaced one
+   * @throws InvalidLimitException the key is empty or too long, or not a valid queue name; nothing was stored
+   */
+  public boolean setLimit(LimitScope scope, String key, Limit limit) {
+    return limits.set(scope, key, limit);
+  }
+
+  /**
+   * Removes the limit of a tenant, queue or kind ({@code pgtask.clear_limit}): a tenant then runs
+   * one task at a time again, a queue or kind is unlimited.
+   *
+   * @return true when there was a limit
+   * @throws InvalidLimitException the key is empty or too long, or not a valid queue name
+   */
+  public boolean clearLimit(LimitScope scope, String key) {
+    return limits.clear(scope, key);
+  }
+
+  /** Every limit with what it admits now ({@code pgtask.limits}), by scope and key. */
+  public List<dev.pgtask.ops.LimitStatus> limits() {
+    return limits.list();
   }
 
   /** Every paused queue ({@code pgtask.paused_queues}), by name. */

@@ -29,6 +29,12 @@ public interface PgTaskMetrics {
   /** A task was put back because its tenant's lock was busy. */
   default void tenantDeferred(String queue) {}
 
+  /**
+   * A task was put back without spending an attempt because a concurrency limit that applies to
+   * it was full when it was to start ({@code pgtask.set_limit}).
+   */
+  default void limitDeferred(String queue) {}
+
   /** The worker's LISTEN connection was re-established. */
   default void listenerReconnected() {}
 

@@ -63,6 +63,11 @@ public final class MicrometerMetrics implements PgTaskMetrics {
   }
 
   @Override
+  public void limitDeferred(String queue) {
+    Counter.builder("pgtask.limit.deferrals").tag("queue", queue).register(registry).increment();
+  }
+
+  @Override
   public void listenerReconnected() {
     Counter.builder("pgtask.listener.reconnects").register(registry).increment();
   }

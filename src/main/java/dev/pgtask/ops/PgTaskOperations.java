@@ -108,6 +108,14 @@ public final class PgTaskOperations {
     return read("pgtask.workers", views::workers);
   }
 
+  /**
+   * Every limit set with {@code pgtask.set_limit}, by scope and key ({@code pgtask.limits}): what
+   * each admits, what runs and waits under it, and the slots held in {@code pg_locks}.
+   */
+  public List<LimitStatus> limits() {
+    return read("pgtask.limits", views::limits);
+  }
+
   /** The paused queues, with or without tasks, by name ({@code pgtask.paused_queues}). */
   public List<PausedQueueStatus> pausedQueues() {
     return read("pgtask.paused_queues", views::pausedQueues);

@@ -38,8 +38,19 @@ public sealed interface Outcome {
   /** Put back without spending an attempt: the worker is stopping (before or while it ran). */
   record Released() implements Outcome {}
 
-  /** Put back for {@code delay} without spending an attempt: its tenant's lock was busy. */
-  record Deferred(Duration delay) implements Outcome {}
+  /**
+   * Put back for {@code delay} without spending an attempt: its tenant's lock was busy, or (with
+   * {@code limit}) a concurrency limit that applies to it was full when it was to start.
+   */
+  record Deferred(Duration delay, boolean limit) implements Outcome {
+
+    /**
+     * How long a task that lost the race for a limit's slot waits: short, because the claim passes
+     * over full limits, so a lost race is two claims meeting on the last slot, not a full limit;
+     * a second (the tenant lock's delay) per lost race halved a capped kind's throughput.
+     */
+    public static final Duration SLOT_RETRY = Duration.ofMillis(50);
+  }
 
   /** Stopped by a cancellation (while it ran, or before it started): ends cancelled. */
   record Cancelled(String reason) implements Outcome {}

@@ -88,11 +88,15 @@ public final class OutcomeWriter {
           : o instanceof Outcome.Snoozed s ? s.delay() : o instanceof Outcome.Deferred d ? d.delay() : Duration.ZERO;
       dueIn.accept(delay);
     }
-    if (o instanceof Outcome.Deferred) {
+    if (o instanceof Outcome.Deferred d) {
       // a deferral is counted whether or not its write matched; one that met a cancel request
       // is counted as cancelled too
       stats.counted(OutcomeName.DEFERRED);
-      config.metrics().tenantDeferred(t.queue());
+      if (d.limit()) {
+        config.metrics().limitDeferred(t.queue());
+      } else {
+        config.metrics().tenantDeferred(t.queue());
+      }
     }
     if (name == OutcomeName.DEFERRED || name == OutcomeName.LOST) {
       return;

@@ -53,10 +53,13 @@ final class KindSettings {
     return value;
   }
 
-  /** Plain-mode kinds run outside any transaction, except tasks with a tenant. */
+  /**
+   * Plain-mode kinds run outside any transaction, except tasks with a tenant or under a queue or
+   * kind concurrency limit (their slots live in the task transaction).
+   */
   boolean runsPlain(Claimed c) {
     HandlerEntry<?> h = config.handlers().get(c.kind());
-    return h != null && h.options().mode() == HandlerOptions.Mode.PLAIN && c.tenantId() == null;
+    return h != null && h.options().mode() == HandlerOptions.Mode.PLAIN && c.tenantId() == null && !c.capped();
   }
 
   /** Transaction-local {@code application_name} while {@code t} runs: which task, on which worker. */

@@ -111,7 +111,9 @@ final class TransactionalRun {
     }
     Outcome outcome;
     if (lock == LockResult.TENANT_BUSY) {
-      outcome = new Outcome.Deferred(config.tenantDeferDelay());
+      outcome = new Outcome.Deferred(config.tenantDeferDelay(), false);
+    } else if (lock == LockResult.LIMIT_FULL) {
+      outcome = new Outcome.Deferred(Outcome.Deferred.SLOT_RETRY, true);
     } else if (lock == LockResult.CANCEL_REQUESTED) {
       outcome = new Outcome.Cancelled(TaskSql.CANCELLED_AS_REQUESTED);
     } else if (t.stopReason() != LocalTask.Stop.NONE) {

@@ -25,7 +25,8 @@ public final class ClaimQueries {
 
   /** A claimed task, as the executor needs it. */
   public record Claimed(long id, String kind, String queue, JSONB payload, Integer tenantId,
-      String tenant, int attempt, int maxAttempts, Instant runAt, Instant claimedAt, String traceParent) {}
+      String tenant, int attempt, int maxAttempts, Instant runAt, Instant claimedAt, String traceParent,
+      boolean capped) {}
 
   /** The claim's result: the tasks, and how many rows the locking select returned. */
   public record Claim(List<Claimed> tasks, int locked) {}
@@ -77,6 +78,7 @@ public final class ClaimQueries {
       values.put("timeouts", serverTimeouts);
       values.put("idle_timeouts", serverTimeouts);
       values.put("namespace", namespace);
+      values.put("slot_namespace", namespace);
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
       Long headId = null;
@@ -215,6 +217,7 @@ public final class ClaimQueries {
    */
   public static Claimed claimById(DSLContext dsl, long id, String owner, Duration lease) {
     Field<String> tenant = ClaimStatements.tenantName().as(ClaimRows.TENANT_NAME);
+    Field<Boolean> capped = ClaimStatements.capped().as(ClaimRows.CAPPED);
     var r = dsl.update(TASK)
         .set(TASK.STATE, DSL.inline(TaskState.running))
         .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
@@ -225,10 +228,10 @@ public final class ClaimQueries {
         .and(TASK.STATE.in(TaskState.available, TaskState.retryable))
         .and(TASK.BLOCKED.isFalse())
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, tenant,
-            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.TRACE_PARENT)
+            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.TRACE_PARENT, capped)
         .fetchOne();
     return r == null ? null : new Claimed(r.get(TASK.ID), r.get(TASK.KIND), r.get(TASK.QUEUE), r.get(TASK.PAYLOAD),
         r.get(TASK.TENANT_ID), r.get(tenant), r.get(TASK.ATTEMPT), r.get(TASK.MAX_ATTEMPTS), r.get(TASK.RUN_AT),
-        r.get(TASK.ATTEMPTED_AT), r.get(TASK.TRACE_PARENT));
+        r.get(TASK.ATTEMPTED_AT), r.get(TASK.TRACE_PARENT), r.get(capped));
   }
 }

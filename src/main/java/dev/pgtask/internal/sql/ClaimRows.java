@@ -21,6 +21,8 @@ final class ClaimRows {
   static final String LOCKED_ROWS = "locked_rows";
   /** The claim's column: the task's tenant's name. */
   static final String TENANT_NAME = "tenant_name";
+  /** The claim's column: a queue or kind concurrency limit applies to the task. */
+  static final String CAPPED = "capped";
   /** The claim-and-start's column: the id of the task whose re-lock follows, or NULL. */
   static final String HEAD_ID = "head_id";
 
@@ -32,7 +34,7 @@ final class ClaimRows {
         rs.getString(TASK.QUEUE.getName()), JSONB.valueOf(rs.getString(TASK.PAYLOAD.getName())), tenantId,
         rs.getString(TENANT_NAME), rs.getInt(TASK.ATTEMPT.getName()), rs.getInt(TASK.MAX_ATTEMPTS.getName()),
         instant(rs, TASK.RUN_AT.getName()), instant(rs, TASK.ATTEMPTED_AT.getName()),
-        rs.getString(TASK.TRACE_PARENT.getName()));
+        rs.getString(TASK.TRACE_PARENT.getName()), rs.getBoolean(CAPPED));
   }
 
   /** Whether the current row names a claimed task (the claim-and-start's one row without a claim has none). */

@@ -1,5 +1,6 @@
 package dev.pgtask.internal.sql;
 
+import static dev.pgtask.internal.sql.gen.Tables.FLOW_LIMIT;
 import static dev.pgtask.internal.sql.gen.Tables.PAUSED_QUEUE;
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
 import static dev.pgtask.internal.sql.gen.Tables.TENANT;
@@ -203,6 +204,21 @@ final class ClaimStatements {
         .where(p.picked());
   }
 
+  /**
+   * Whether a queue or kind concurrency limit applies to the task ({@code pgtask.flow_limit}): such
+   * a task runs in a transaction even if its kind runs plain, since its slot lives in that
+   * transaction. Without any limit set, one probe of an empty table per claim (an InitPlan).
+   */
+  static Field<Boolean> capped() {
+    var l = FLOW_LIMIT.as("cap");
+    return DSL.when(DSL.field(DSL.select(DSL.field(DSL.exists(DSL.selectOne().from(FLOW_LIMIT))))),
+            DSL.field(DSL.exists(DSL.selectOne().from(l)
+                .where(l.MAX_RUNNING.isNotNull())
+                .and(l.SCOPE.eq(DSL.inline("queue")).and(l.KEY.eq(TASK.QUEUE))
+                    .or(l.SCOPE.eq(DSL.inline("kind")).and(l.KEY.eq(TASK.KIND)))))))
+        .otherwise(DSL.inline(false));
+  }
+
   /** The tenant's name, from the registry's primary key: no extra round trip per new tenant. */
   static Field<String> tenantName() {
     return DSL.field(DSL.select(TENANT.NAME).from(TENANT).where(TENANT.ID.eq(TASK.TENANT_ID)));
@@ -217,7 +233,8 @@ final class ClaimStatements {
     return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
             TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount().as(ClaimRows.LOCKED_ROWS),
-            tenantName().as(ClaimRows.TENANT_NAME), TASK.TRACE_PARENT, p.spill().as("spilled")))
+            tenantName().as(ClaimRows.TENANT_NAME), TASK.TRACE_PARENT, p.spill().as("spilled"),
+            capped().as(ClaimRows.CAPPED)))
         .precededBy(bounds.setLocalSql() + ";\n" + TaskSql.GENERIC_PLAN).followedBy("COMMIT");
   }
 
@@ -241,13 +258,14 @@ final class ClaimStatements {
     var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, TASK.ATTEMPT,
             TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as(ClaimRows.TENANT_NAME),
-            TASK.TRACE_PARENT));
+            TASK.TRACE_PARENT, capped().as(ClaimRows.CAPPED)));
     Field<String[]> plainKinds = DSL.field(DSL.select(DSL.param("plain_kinds", String[].class)))
         .cast(SQLDataType.VARCHAR.array());
     var headTask = DSL.name("head_task").as(DSL.select(claimed.field(TASK.ID), claimed.field(TASK.ATTEMPT))
         .from(claimed)
-        // plain-mode kinds run outside any transaction, except tasks with a tenant
-        .where(claimed.field(TASK.TENANT_ID).isNotNull().or(claimed.field(TASK.KIND).ne(DSL.all(plainKinds))))
+        // plain-mode kinds run outside any transaction, except tasks with a tenant or a cap
+        .where(claimed.field(TASK.TENANT_ID).isNotNull().or(claimed.field(TASK.KIND).ne(DSL.all(plainKinds)))
+            .or(claimed.field(ClaimRows.CAPPED, Boolean.class)))
         .orderBy(claimed.field(TASK.PRIORITY), claimed.field(TASK.RUN_AT), claimed.field(TASK.ID))
         .limit(DSL.inline(1)));
     Field<Long> headId = DSL.field(DSL.select(headTask.field(TASK.ID)).from(headTask));
@@ -263,7 +281,8 @@ final class ClaimStatements {
             p.lockedCount().as(ClaimRows.LOCKED_ROWS), claimed.field(ClaimRows.TENANT_NAME, String.class),
             head.field(ClaimRows.HEAD_ID, Long.class),
             head.field("head_id_set", Long.class), head.field("head_attempt_set", Long.class),
-            claimed.field(TASK.TRACE_PARENT), head.field("spilled", Integer.class))
+            claimed.field(TASK.TRACE_PARENT), head.field("spilled", Integer.class),
+            claimed.field(ClaimRows.CAPPED, Boolean.class))
         .from(head)
         .leftJoin(claimed).on(DSL.trueCondition()));
   }

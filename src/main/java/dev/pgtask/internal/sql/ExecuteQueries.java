@@ -1,5 +1,6 @@
 package dev.pgtask.internal.sql;
 
+import static dev.pgtask.internal.sql.gen.Tables.FLOW_LIMIT;
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
 
 import java.sql.Connection;
@@ -27,8 +28,13 @@ public final class ExecuteQueries {
   public enum LockResult {
     /** Row locked (and tenant lock taken, if any): run the handler. */
     LOCKED,
-    /** The tenant's advisory lock is held by another transaction. */
+    /** The tenant's advisory lock is held by another transaction (a tenant without a limit). */
     TENANT_BUSY,
+    /**
+     * A concurrency limit that applies to the task is full (all its slots are held by other
+     * transactions): {@link #heldBackBy} names which. No slot of any limit is held.
+     */
+    LIMIT_FULL,
     /** The claim is stale (rescued, cancelled, ...): abandon silently. */
     FENCED_OUT,
     /**
@@ -37,19 +43,36 @@ public final class ExecuteQueries {
      */
     CANCEL_REQUESTED;
 
-    /** The result of one row of a lock statement: its tenant-lock and cancel-request columns. */
-    public static LockResult of(boolean tenantLocked, boolean cancelRequested) {
-      return cancelRequested ? CANCEL_REQUESTED : tenantLocked ? LOCKED : TENANT_BUSY;
+    /**
+     * The result of one row of a lock statement: its held-back-by and cancel-request columns.
+     * {@code heldBackBy} is NULL when every slot was taken, else the scope of the full limit:
+     * {@code "tenant_lock"} (a tenant without a limit: its one lock) is {@link #TENANT_BUSY}, a full
+     * limit ({@code "tenant"}, {@code "queue"}, {@code "kind"}) {@link #LIMIT_FULL}.
+     */
+    public static LockResult of(String heldBackBy, boolean cancelRequested) {
+      if (cancelRequested) {
+        return CANCEL_REQUESTED;
+      }
+      if (heldBackBy == null) {
+        return LOCKED;
+      }
+      return TENANT_LOCK.equals(heldBackBy) ? TENANT_BUSY : LIMIT_FULL;
     }
 
     /** The result of the current row of a lock statement's result set, its columns read by name. */
     static LockResult of(ResultSet rs) throws SQLException {
-      return of(rs.getBoolean(TENANT_LOCKED), rs.getBoolean(CANCEL_REQUESTED_COLUMN));
+      return of(rs.getString(HELD_BACK_BY), rs.getBoolean(CANCEL_REQUESTED_COLUMN));
     }
   }
 
-  /** The lock statement's column: the tenant's advisory lock was taken (or the task has no tenant). */
-  private static final String TENANT_LOCKED = "tenant_locked";
+  /**
+   * The lock statement's column: NULL when the task's tenant lock and every slot of its limits
+   * were taken, else {@link #TENANT_LOCK} or the scope ({@code tenant}, {@code queue},
+   * {@code kind}) of the first full limit.
+   */
+  private static final String HELD_BACK_BY = "held_back_by";
+  /** {@link #HELD_BACK_BY}'s value for a tenant without a limit whose one lock is held. */
+  public static final String TENANT_LOCK = "tenant_lock";
   /** The lock statement's column: a cancel request stands for the attempt. */
   private static final String CANCEL_REQUESTED_COLUMN = "cancel_requested";
 
@@ -111,17 +134,28 @@ public final class ExecuteQueries {
         TaskSql.setLocal("application_name", app),
         TaskSql.setLocal("statement_timeout", timeout),
         TaskSql.setLocal("idle_in_transaction_session_timeout", idleTimeout),
-        DSL.when(TASK.TENANT_ID.isNull(), DSL.inline(true))
-            .otherwise(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
-                DSL.param("namespace", Integer.class), TASK.TENANT_ID)).as(TENANT_LOCKED),
+        // without any limit set, today's one tenant lock; with limits, every slot that applies,
+        // all or nothing (db/R__01a_flow_limits.sql). Whether a limit is set: an InitPlan, once
+        // per statement
+        DSL.when(limitsSet().isFalse(),
+                DSL.when(TASK.TENANT_ID.isNull().or(DSL.function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN,
+                    DSL.param("namespace", Integer.class), TASK.TENANT_ID)), DSL.inline((String) null))
+                .otherwise(DSL.inline(TENANT_LOCK)))
+            .otherwise(DSL.function(DSL.name("pgtask", "take_slots"), SQLDataType.VARCHAR,
+                DSL.param("slot_namespace", Integer.class), TASK.TENANT_ID, TASK.QUEUE, TASK.KIND)).as(HELD_BACK_BY),
         DSL.field(TaskSql.cancelRequested()).as(CANCEL_REQUESTED_COLUMN));
+  }
+
+  /** Whether any limit is set: {@code (SELECT EXISTS (SELECT 1 FROM pgtask.flow_limit))}. */
+  private static Field<Boolean> limitsSet() {
+    return DSL.field(DSL.select(DSL.field(DSL.exists(DSL.selectOne().from(FLOW_LIMIT)))));
   }
 
   /**
    * Starts the execution of one or more tasks of one owner inside the caller's open transaction,
    * in one round trip: re-locks each task row (fenced), takes each tenant's transaction-scoped
    * advisory lock, and sets transaction-local {@code application_name} and server-side timeouts.
-   * Returns LOCKED, TENANT_BUSY or CANCEL_REQUESTED per task id; a task missing from the map is
+   * Returns LOCKED, TENANT_BUSY, LIMIT_FULL or CANCEL_REQUESTED per task id; a task missing from the map is
    * fenced out. With {@code savepoint}, the first task's savepoint ({@link TaskSql#SAVEPOINT}) is
    * opened in the same round trip. Locks:
    * the rows (FOR NO KEY UPDATE, in id order) and {@code (namespace, tenant_id)} of each, until
@@ -146,7 +180,7 @@ public final class ExecuteQueries {
         (savepoint ? LOCK_FOR_EXECUTION_RESTORED.followedBy(TaskSql.SAVEPOINT) : LOCK_FOR_EXECUTION_RESTORED)
             .precededBy(bounds.forRelock().setLocalSql()));
     try (PreparedStatement ps = query.prepare(tx, Map.of("app", applicationName, "timeout", timeout,
-            "idle_timeout", timeout, "namespace", namespace, "ids", Fence.idArray(tx, fences),
+            "idle_timeout", timeout, "namespace", namespace, "slot_namespace", namespace, "ids", Fence.idArray(tx, fences),
             "attempts", Fence.attemptMap(fences), "owner", fences.get(0).owner()))) {
       boolean isResultSet = ps.execute();
       while (!isResultSet) { // past the bounds' update counts

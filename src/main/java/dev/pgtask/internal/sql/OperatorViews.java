@@ -1,6 +1,7 @@
 package dev.pgtask.internal.sql;
 
 import dev.pgtask.ops.Health;
+import dev.pgtask.ops.LimitStatus;
 import dev.pgtask.ops.LiveWorker;
 import dev.pgtask.ops.MaintenanceLeader;
 import dev.pgtask.ops.PausedQueueStatus;
@@ -111,6 +112,14 @@ public final class OperatorViews {
     return read(c, "paused_queues", "ORDER BY queue", rs -> new PausedQueueStatus(rs.getString("queue"),
         instant(rs, "paused_at"), rs.getString("paused_by"), duration(rs, "paused_for"), rs.getLong("due"),
         rs.getLong("queued")));
+  }
+
+  /** Every limit (pgtask.limits), by scope and key. */
+  public List<LimitStatus> limits(Connection c) throws SQLException {
+    return read(c, "limits", "ORDER BY scope, key", rs -> new LimitStatus(rs.getString("scope"), rs.getString("key"),
+        rs.getInt("max_running"), rs.getLong("running"), rs.getLong("slots_held"), rs.getLong("waiting"),
+        instant(rs, "oldest_waiting_since"), rs.getLong("stuck"), instant(rs, "updated_at"),
+        rs.getString("updated_by")));
   }
 
   /** The busiest tenants of the recent window (at most {@code limit}), in the view's order. */

@@ -4,6 +4,7 @@
 package dev.pgtask.internal.sql.gen;
 
 
+import dev.pgtask.internal.sql.gen.tables.FlowLimit;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Task;
 
@@ -23,6 +24,7 @@ public class Indexes {
     // INDEX definitions
     // -------------------------------------------------------------------------
 
+    public static final Index FLOW_LIMIT_TENANT_IDX = Internal.createIndex(DSL.name("flow_limit_tenant_idx"), FlowLimit.FLOW_LIMIT, new OrderField[] { FlowLimit.FLOW_LIMIT.TENANT_ID }, true);
     public static final Index SCHEDULE_DUE_IDX = Internal.createIndex(DSL.name("schedule_due_idx"), Schedule.SCHEDULE, new OrderField[] { Schedule.SCHEDULE.NEXT_DUE_AT }, false);
     public static final Index TASK_CLAIMABLE_IDX = Internal.createIndex(DSL.name("task_claimable_idx"), Task.TASK, new OrderField[] { Task.TASK.QUEUE, Task.TASK.PRIORITY, Task.TASK.RUN_AT, Task.TASK.ID }, false);
     public static final Index TASK_DEDUPE_KEY_IDX = Internal.createIndex(DSL.name("task_dedupe_key_idx"), Task.TASK, new OrderField[] { Task.TASK.DEDUPE_KEY }, true);

@@ -5,6 +5,7 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
+import dev.pgtask.internal.sql.gen.tables.FlowLimit;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
@@ -13,6 +14,7 @@ import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.records.CancelRequestRecord;
+import dev.pgtask.internal.sql.gen.tables.records.FlowLimitRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceLeaseRecord;
 import dev.pgtask.internal.sql.gen.tables.records.PausedQueueRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ScheduleRecord;
@@ -39,6 +41,8 @@ public class Keys {
     // -------------------------------------------------------------------------
 
     public static final UniqueKey<CancelRequestRecord> CANCEL_REQUEST_PKEY = Internal.createUniqueKey(CancelRequest.CANCEL_REQUEST, DSL.name("cancel_request_pkey"), new TableField[] { CancelRequest.CANCEL_REQUEST.TASK_ID }, true);
+    public static final UniqueKey<FlowLimitRecord> FLOW_LIMIT_PKEY = Internal.createUniqueKey(FlowLimit.FLOW_LIMIT, DSL.name("flow_limit_pkey"), new TableField[] { FlowLimit.FLOW_LIMIT.ID }, true);
+    public static final UniqueKey<FlowLimitRecord> LIMIT_SCOPE_KEY = Internal.createUniqueKey(FlowLimit.FLOW_LIMIT, DSL.name("limit_scope_key"), new TableField[] { FlowLimit.FLOW_LIMIT.SCOPE, FlowLimit.FLOW_LIMIT.KEY }, true);
     public static final UniqueKey<MaintenanceLeaseRecord> MAINTENANCE_LEASE_PKEY = Internal.createUniqueKey(MaintenanceLease.MAINTENANCE_LEASE, DSL.name("maintenance_lease_pkey"), new TableField[] { MaintenanceLease.MAINTENANCE_LEASE.ID }, true);
     public static final UniqueKey<PausedQueueRecord> PAUSED_QUEUE_PKEY = Internal.createUniqueKey(PausedQueue.PAUSED_QUEUE, DSL.name("paused_queue_pkey"), new TableField[] { PausedQueue.PAUSED_QUEUE.QUEUE }, true);
     public static final UniqueKey<ScheduleRecord> SCHEDULE_PKEY = Internal.createUniqueKey(Schedule.SCHEDULE, DSL.name("schedule_pkey"), new TableField[] { Schedule.SCHEDULE.NAME }, true);

@@ -7,7 +7,9 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.FlowLimit;
 import dev.pgtask.internal.sql.gen.tables.Health;
+import dev.pgtask.internal.sql.gen.tables.Limits;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLeader;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
@@ -212,9 +214,19 @@ public class Pgtask extends SchemaImpl {
     }
 
     /**
+     * The table <code>pgtask.flow_limit</code>.
+     */
+    public final FlowLimit FLOW_LIMIT = FlowLimit.FLOW_LIMIT;
+
+    /**
      * The table <code>pgtask.health</code>.
      */
     public final Health HEALTH = Health.HEALTH;
+
+    /**
+     * The table <code>pgtask.limits</code>.
+     */
+    public final Limits LIMITS = Limits.LIMITS;
 
     /**
      * The table <code>pgtask.maintenance_leader</code>.
@@ -424,7 +436,9 @@ public class Pgtask extends SchemaImpl {
             CancelRequest.CANCEL_REQUEST,
             CronFireTimes.CRON_FIRE_TIMES,
             EnqueueBatch.ENQUEUE_BATCH,
+            FlowLimit.FLOW_LIMIT,
             Health.HEALTH,
+            Limits.LIMITS,
             MaintenanceLeader.MAINTENANCE_LEADER,
             MaintenanceLease.MAINTENANCE_LEASE,
             MaintenanceTurn.MAINTENANCE_TURN,

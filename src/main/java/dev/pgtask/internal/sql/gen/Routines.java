@@ -7,6 +7,7 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.routines.CancelTask;
 import dev.pgtask.internal.sql.gen.routines.CheckQueueName;
 import dev.pgtask.internal.sql.gen.routines.CheckTimeZone;
+import dev.pgtask.internal.sql.gen.routines.ClearLimit;
 import dev.pgtask.internal.sql.gen.routines.CronField;
 import dev.pgtask.internal.sql.gen.routines.CronLatest;
 import dev.pgtask.internal.sql.gen.routines.CronMacro;
@@ -21,12 +22,16 @@ import dev.pgtask.internal.sql.gen.routines.ExplainTaskJson;
 import dev.pgtask.internal.sql.gen.routines.ExplainTime;
 import dev.pgtask.internal.sql.gen.routines.FireSchedules;
 import dev.pgtask.internal.sql.gen.routines.GrantProducer;
+import dev.pgtask.internal.sql.gen.routines.LimitFullJson;
+import dev.pgtask.internal.sql.gen.routines.LimitInputError;
+import dev.pgtask.internal.sql.gen.routines.LimitMatches;
 import dev.pgtask.internal.sql.gen.routines.NotifySchedules;
 import dev.pgtask.internal.sql.gen.routines.PauseQueue;
 import dev.pgtask.internal.sql.gen.routines.PauseSchedule;
 import dev.pgtask.internal.sql.gen.routines.PayloadLimitError;
 import dev.pgtask.internal.sql.gen.routines.PayloadLimits;
 import dev.pgtask.internal.sql.gen.routines.PayloadLimitsWalkAbove;
+import dev.pgtask.internal.sql.gen.routines.PromoteParallel;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
 import dev.pgtask.internal.sql.gen.routines.RaiseScheduleError;
 import dev.pgtask.internal.sql.gen.routines.ReleaseMaintenanceLease;
@@ -37,8 +42,14 @@ import dev.pgtask.internal.sql.gen.routines.RunAtError;
 import dev.pgtask.internal.sql.gen.routines.Schedule;
 import dev.pgtask.internal.sql.gen.routines.ScheduleGrace;
 import dev.pgtask.internal.sql.gen.routines.ScheduleNextDueIn;
+import dev.pgtask.internal.sql.gen.routines.SetLimit;
 import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
+import dev.pgtask.internal.sql.gen.routines.SlotClass;
+import dev.pgtask.internal.sql.gen.routines.SlotOffset;
+import dev.pgtask.internal.sql.gen.routines.TakeSlots;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
+import dev.pgtask.internal.sql.gen.routines.TenantSlots;
+import dev.pgtask.internal.sql.gen.routines.TrySlot;
 import dev.pgtask.internal.sql.gen.routines.Unschedule;
 import dev.pgtask.internal.sql.gen.routines.UpdateTask;
 import dev.pgtask.internal.sql.gen.routines.Utf16Length;
@@ -54,6 +65,7 @@ import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
 
+import java.math.BigDecimal;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 
@@ -134,6 +146,50 @@ public class Routines {
         p.setPZone(pZone);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.clear_limit</code>
+     */
+    public static Boolean clearLimit(
+          Configuration configuration
+        , String scope
+        , String key
+    ) {
+        ClearLimit f = new ClearLimit();
+        f.setScope(scope);
+        f.setKey(key);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.clear_limit</code> as a field.
+     */
+    public static Field<Boolean> clearLimit(
+          String scope
+        , String key
+    ) {
+        ClearLimit f = new ClearLimit();
+        f.setScope(scope);
+        f.setKey(key);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.clear_limit</code> as a field.
+     */
+    public static Field<Boolean> clearLimit(
+          Field<String> scope
+        , Field<String> key
+    ) {
+        ClearLimit f = new ClearLimit();
+        f.setScope(scope);
+        f.setKey(key);
+
+        return f.asField();
     }
 
     /**
@@ -663,6 +719,192 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.limit_full_json</code>
+     */
+    public static JSONB limitFullJson(
+          Configuration configuration
+        , Integer pTenantId
+        , String pQueue
+        , String pKind
+    ) {
+        LimitFullJson f = new LimitFullJson();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPKind(pKind);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.limit_full_json</code> as a field.
+     */
+    public static Field<JSONB> limitFullJson(
+          Integer pTenantId
+        , String pQueue
+        , String pKind
+    ) {
+        LimitFullJson f = new LimitFullJson();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPKind(pKind);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.limit_full_json</code> as a field.
+     */
+    public static Field<JSONB> limitFullJson(
+          Field<Integer> pTenantId
+        , Field<String> pQueue
+        , Field<String> pKind
+    ) {
+        LimitFullJson f = new LimitFullJson();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPKind(pKind);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.limit_input_error</code>
+     */
+    public static String limitInputError(
+          Configuration configuration
+        , String pScope
+        , String pKey
+        , Integer pMaxRunning
+        , BigDecimal pPerSecond
+        , Integer pBurst
+        , BigDecimal pWeight
+    ) {
+        LimitInputError f = new LimitInputError();
+        f.setPScope(pScope);
+        f.setPKey(pKey);
+        f.setPMaxRunning(pMaxRunning);
+        f.setPPerSecond(pPerSecond);
+        f.setPBurst(pBurst);
+        f.setPWeight(pWeight);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.limit_input_error</code> as a field.
+     */
+    public static Field<String> limitInputError(
+          String pScope
+        , String pKey
+        , Integer pMaxRunning
+        , BigDecimal pPerSecond
+        , Integer pBurst
+        , BigDecimal pWeight
+    ) {
+        LimitInputError f = new LimitInputError();
+        f.setPScope(pScope);
+        f.setPKey(pKey);
+        f.setPMaxRunning(pMaxRunning);
+        f.setPPerSecond(pPerSecond);
+        f.setPBurst(pBurst);
+        f.setPWeight(pWeight);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.limit_input_error</code> as a field.
+     */
+    public static Field<String> limitInputError(
+          Field<String> pScope
+        , Field<String> pKey
+        , Field<Integer> pMaxRunning
+        , Field<BigDecimal> pPerSecond
+        , Field<Integer> pBurst
+        , Field<BigDecimal> pWeight
+    ) {
+        LimitInputError f = new LimitInputError();
+        f.setPScope(pScope);
+        f.setPKey(pKey);
+        f.setPMaxRunning(pMaxRunning);
+        f.setPPerSecond(pPerSecond);
+        f.setPBurst(pBurst);
+        f.setPWeight(pWeight);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.limit_matches</code>
+     */
+    public static Boolean limitMatches(
+          Configuration configuration
+        , String pScope
+        , String pKey
+        , Integer pTenantId
+        , Integer tTenantId
+        , String tQueue
+        , String tKind
+    ) {
+        LimitMatches f = new LimitMatches();
+        f.setPScope(pScope);
+        f.setPKey(pKey);
+        f.setPTenantId(pTenantId);
+        f.setTTenantId(tTenantId);
+        f.setTQueue(tQueue);
+        f.setTKind(tKind);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.limit_matches</code> as a field.
+     */
+    public static Field<Boolean> limitMatches(
+          String pScope
+        , String pKey
+        , Integer pTenantId
+        , Integer tTenantId
+        , String tQueue
+        , String tKind
+    ) {
+        LimitMatches f = new LimitMatches();
+        f.setPScope(pScope);
+        f.setPKey(pKey);
+        f.setPTenantId(pTenantId);
+        f.setTTenantId(tTenantId);
+        f.setTQueue(tQueue);
+        f.setTKind(tKind);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.limit_matches</code> as a field.
+     */
+    public static Field<Boolean> limitMatches(
+          Field<String> pScope
+        , Field<String> pKey
+        , Field<Integer> pTenantId
+        , Field<Integer> tTenantId
+        , Field<String> tQueue
+        , Field<String> tKind
+    ) {
+        LimitMatches f = new LimitMatches();
+        f.setPScope(pScope);
+        f.setPKey(pKey);
+        f.setPTenantId(pTenantId);
+        f.setTTenantId(tTenantId);
+        f.setTQueue(tQueue);
+        f.setTKind(tKind);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.notify_schedules</code>
      */
     public static void notifySchedules(
@@ -822,6 +1064,50 @@ public class Routines {
      */
     public static Field<Integer> payloadLimitsWalkAbove() {
         PayloadLimitsWalkAbove f = new PayloadLimitsWalkAbove();
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.promote_parallel</code>
+     */
+    public static Integer promoteParallel(
+          Configuration configuration
+        , Integer[] pTenantIds
+        , String[] pQueues
+    ) {
+        PromoteParallel f = new PromoteParallel();
+        f.setPTenantIds(pTenantIds);
+        f.setPQueues(pQueues);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.promote_parallel</code> as a field.
+     */
+    public static Field<Integer> promoteParallel(
+          Integer[] pTenantIds
+        , String[] pQueues
+    ) {
+        PromoteParallel f = new PromoteParallel();
+        f.setPTenantIds(pTenantIds);
+        f.setPQueues(pQueues);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.promote_parallel</code> as a field.
+     */
+    public static Field<Integer> promoteParallel(
+          Field<Integer[]> pTenantIds
+        , Field<String[]> pQueues
+    ) {
+        PromoteParallel f = new PromoteParallel();
+        f.setPTenantIds(pTenantIds);
+        f.setPQueues(pQueues);
 
         return f.asField();
     }
@@ -1197,6 +1483,74 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.set_limit</code>
+     */
+    public static String setLimit(
+          Configuration configuration
+        , String scope
+        , String key
+        , Integer maxRunning
+        , BigDecimal perSecond
+        , Integer burst
+        , BigDecimal weight
+    ) {
+        SetLimit f = new SetLimit();
+        f.setScope(scope);
+        f.setKey(key);
+        f.setMaxRunning(maxRunning);
+        f.setPerSecond(perSecond);
+        f.setBurst(burst);
+        f.setWeight(weight);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.set_limit</code> as a field.
+     */
+    public static Field<String> setLimit(
+          String scope
+        , String key
+        , Integer maxRunning
+        , BigDecimal perSecond
+        , Integer burst
+        , BigDecimal weight
+    ) {
+        SetLimit f = new SetLimit();
+        f.setScope(scope);
+        f.setKey(key);
+        f.setMaxRunning(maxRunning);
+        f.setPerSecond(perSecond);
+        f.setBurst(burst);
+        f.setWeight(weight);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.set_limit</code> as a field.
+     */
+    public static Field<String> setLimit(
+          Field<String> scope
+        , Field<String> key
+        , Field<Integer> maxRunning
+        , Field<BigDecimal> perSecond
+        , Field<Integer> burst
+        , Field<BigDecimal> weight
+    ) {
+        SetLimit f = new SetLimit();
+        f.setScope(scope);
+        f.setKey(key);
+        f.setMaxRunning(maxRunning);
+        f.setPerSecond(perSecond);
+        f.setBurst(burst);
+        f.setWeight(weight);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.set_max_payload_bytes</code>
      */
     public static void setMaxPayloadBytes(
@@ -1207,6 +1561,144 @@ public class Routines {
         p.setBytes(bytes);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.slot_class</code>
+     */
+    public static Integer slotClass(
+          Configuration configuration
+        , Integer pNamespace
+        , Integer pOffset
+    ) {
+        SlotClass f = new SlotClass();
+        f.setPNamespace(pNamespace);
+        f.setPOffset(pOffset);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.slot_class</code> as a field.
+     */
+    public static Field<Integer> slotClass(
+          Integer pNamespace
+        , Integer pOffset
+    ) {
+        SlotClass f = new SlotClass();
+        f.setPNamespace(pNamespace);
+        f.setPOffset(pOffset);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.slot_class</code> as a field.
+     */
+    public static Field<Integer> slotClass(
+          Field<Integer> pNamespace
+        , Field<Integer> pOffset
+    ) {
+        SlotClass f = new SlotClass();
+        f.setPNamespace(pNamespace);
+        f.setPOffset(pOffset);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.slot_offset</code>
+     */
+    public static Long slotOffset(
+          Configuration configuration
+        , Long pClassid
+    ) {
+        SlotOffset f = new SlotOffset();
+        f.setPClassid(pClassid);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.slot_offset</code> as a field.
+     */
+    public static Field<Long> slotOffset(
+          Long pClassid
+    ) {
+        SlotOffset f = new SlotOffset();
+        f.setPClassid(pClassid);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.slot_offset</code> as a field.
+     */
+    public static Field<Long> slotOffset(
+          Field<Long> pClassid
+    ) {
+        SlotOffset f = new SlotOffset();
+        f.setPClassid(pClassid);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.take_slots</code>
+     */
+    public static String takeSlots(
+          Configuration configuration
+        , Integer pNamespace
+        , Integer pTenantId
+        , String pQueue
+        , String pKind
+    ) {
+        TakeSlots f = new TakeSlots();
+        f.setPNamespace(pNamespace);
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPKind(pKind);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.take_slots</code> as a field.
+     */
+    public static Field<String> takeSlots(
+          Integer pNamespace
+        , Integer pTenantId
+        , String pQueue
+        , String pKind
+    ) {
+        TakeSlots f = new TakeSlots();
+        f.setPNamespace(pNamespace);
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPKind(pKind);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.take_slots</code> as a field.
+     */
+    public static Field<String> takeSlots(
+          Field<Integer> pNamespace
+        , Field<Integer> pTenantId
+        , Field<String> pQueue
+        , Field<String> pKind
+    ) {
+        TakeSlots f = new TakeSlots();
+        f.setPNamespace(pNamespace);
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPKind(pKind);
+
+        return f.asField();
     }
 
     /**
@@ -1243,6 +1735,94 @@ public class Routines {
     ) {
         TenantId f = new TenantId();
         f.setPName(pName);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.tenant_slots</code>
+     */
+    public static Integer tenantSlots(
+          Configuration configuration
+        , Integer pTenantId
+    ) {
+        TenantSlots f = new TenantSlots();
+        f.setPTenantId(pTenantId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_slots</code> as a field.
+     */
+    public static Field<Integer> tenantSlots(
+          Integer pTenantId
+    ) {
+        TenantSlots f = new TenantSlots();
+        f.setPTenantId(pTenantId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_slots</code> as a field.
+     */
+    public static Field<Integer> tenantSlots(
+          Field<Integer> pTenantId
+    ) {
+        TenantSlots f = new TenantSlots();
+        f.setPTenantId(pTenantId);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.try_slot</code>
+     */
+    public static Boolean trySlot(
+          Configuration configuration
+        , Integer pClass
+        , Integer pObj
+        , Integer pN
+    ) {
+        TrySlot f = new TrySlot();
+        f.setPClass(pClass);
+        f.setPObj(pObj);
+        f.setPN(pN);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.try_slot</code> as a field.
+     */
+    public static Field<Boolean> trySlot(
+          Integer pClass
+        , Integer pObj
+        , Integer pN
+    ) {
+        TrySlot f = new TrySlot();
+        f.setPClass(pClass);
+        f.setPObj(pObj);
+        f.setPN(pN);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.try_slot</code> as a field.
+     */
+    public static Field<Boolean> trySlot(
+          Field<Integer> pClass
+        , Field<Integer> pObj
+        , Field<Integer> pN
+    ) {
+        TrySlot f = new TrySlot();
+        f.setPClass(pClass);
+        f.setPObj(pObj);
+        f.setPN(pN);
 
         return f.asField();
     }

@@ -7,7 +7,9 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.FlowLimit;
 import dev.pgtask.internal.sql.gen.tables.Health;
+import dev.pgtask.internal.sql.gen.tables.Limits;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLeader;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
@@ -197,9 +199,19 @@ public class Tables {
     }
 
     /**
+     * The table <code>pgtask.flow_limit</code>.
+     */
+    public static final FlowLimit FLOW_LIMIT = FlowLimit.FLOW_LIMIT;
+
+    /**
      * The table <code>pgtask.health</code>.
      */
     public static final Health HEALTH = Health.HEALTH;
+
+    /**
+     * The table <code>pgtask.limits</code>.
+     */
+    public static final Limits LIMITS = Limits.LIMITS;
 
     /**
      * The table <code>pgtask.maintenance_leader</code>.
