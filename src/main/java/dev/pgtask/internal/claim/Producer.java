@@ -230,7 +230,7 @@ public final class Producer extends Service {
         if (startHead) {
           StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
               room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace(),
-              spill.sends(), config.transactionBounds());
+              spill.sends(), config.transactionBounds(), executor.idleExecutors());
           claim = started.claim();
           count(claim.tasks());
           if (started.transaction() != null) {
@@ -240,7 +240,8 @@ public final class Producer extends Service {
           }
         } else {
           claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
-              config.workerId(), config.leaseDuration(), spill.sends(), config.transactionBounds());
+              config.workerId(), config.leaseDuration(), spill.sends(), config.transactionBounds(),
+              executor.idleExecutors());
           count(claim.tasks());
           executor.submitAll(claim.tasks(), claimNanos);
         }

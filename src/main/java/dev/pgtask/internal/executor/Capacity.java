@@ -100,6 +100,11 @@ final class Capacity {
     }
   }
 
+  /** Executor threads with no claimed task: tasks handed over now start at once. */
+  int idle() {
+    return Math.max(0, concurrency - occupied.get());
+  }
+
   /** Whether no claimed task is waiting or running here: a task handed over now starts at once. */
   boolean isIdle() {
     return occupied.get() == 0;

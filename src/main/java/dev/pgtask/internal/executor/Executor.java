@@ -168,6 +168,14 @@ public final class Executor extends Service {
     return capacity.awaitCapacity(max);
   }
 
+  /**
+   * Executor threads with no claimed task: how many tasks under a limit a claim may take (claimed
+   * ahead, they would hold the limit's room while they wait here).
+   */
+  public int idleExecutors() {
+    return capacity.idle();
+  }
+
   /** Whether no claimed task is waiting or running here: a task handed over now starts at once. */
   public boolean isIdle() {
     return capacity.isIdle();

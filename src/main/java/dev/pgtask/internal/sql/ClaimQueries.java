@@ -58,13 +58,16 @@ public final class ClaimQueries {
       List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
       int namespace, boolean spill) {
     return claimAndStart(dataSource, queues, kinds, plainKinds, limit, owner, lease, serverTimeouts, namespace, spill,
-        TxBounds.ofBeat(TxBounds.MAX));
+        TxBounds.ofBeat(TxBounds.MAX), limit);
   }
 
-  /** As above, the claim's and the task's transactions bounded by {@code bounds}. */
+  /**
+   * As above, the claim's and the task's transactions bounded by {@code bounds}, and at most
+   * {@code cappedRoom} of the tasks under a limit claimed (the worker's idle executors).
+   */
   public static StartedClaim claimAndStart(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
-      int namespace, boolean spill, TxBounds bounds) {
+      int namespace, boolean spill, TxBounds bounds, int cappedRoom) {
     PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size() + " " + bounds,
         k -> ClaimStatements.claimAndStartPipeline(queues.size(), bounds));
     java.sql.Connection conn = null;
@@ -72,7 +75,7 @@ public final class ClaimQueries {
     try {
       conn = dataSource.getConnection();
       conn.setAutoCommit(false);
-      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill);
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill, cappedRoom);
       values.put("plain_kinds", conn.createArrayOf("text", plainKinds.toArray()));
       values.put("worker", owner);
       values.put("timeouts", serverTimeouts);
@@ -136,8 +139,10 @@ public final class ClaimQueries {
   }
 
   private static java.util.Map<String, Object> claimValues(java.sql.Connection conn, List<String> queues,
-      List<String> kinds, int limit, String owner, Duration lease, boolean spill) throws java.sql.SQLException {
+      List<String> kinds, int limit, String owner, Duration lease, boolean spill, int cappedRoom)
+      throws java.sql.SQLException {
     java.util.Map<String, Object> values = new java.util.HashMap<>();
+    values.put("capped_room", cappedRoom);
     for (int i = 0; i < queues.size(); i++) {
       values.put("queue" + i, queues.get(i));
     }
@@ -162,7 +167,7 @@ public final class ClaimQueries {
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease) {
-    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, false, TxBounds.ofBeat(TxBounds.MAX));
+    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, false, TxBounds.ofBeat(TxBounds.MAX), limit);
   }
 
   /**
@@ -172,18 +177,21 @@ public final class ClaimQueries {
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease, boolean spill) {
-    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, spill, TxBounds.ofBeat(TxBounds.MAX));
+    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, spill, TxBounds.ofBeat(TxBounds.MAX), limit);
   }
 
-  /** As above, the claim's transaction bounded by {@code bounds}. */
+  /**
+   * As above, the claim's transaction bounded by {@code bounds}, and at most {@code cappedRoom} of
+   * the tasks under a limit claimed (the worker's idle executors).
+   */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
-      int limit, String owner, Duration lease, boolean spill, TxBounds bounds) {
+      int limit, String owner, Duration lease, boolean spill, TxBounds bounds, int cappedRoom) {
     PreparedQuery query = CLAIMS.computeIfAbsent(queues.size() + " " + bounds, k -> ClaimStatements.claimQuery(queues.size(), bounds));
     java.sql.Connection conn = null;
     try {
       conn = dataSource.getConnection();
       conn.setAutoCommit(false);
-      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill);
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill, cappedRoom);
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {

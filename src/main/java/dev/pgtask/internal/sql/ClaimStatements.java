@@ -46,8 +46,53 @@ final class ClaimStatements {
    * What the claim statements share: the locking CTE, which rows to take, the CTE's row count, and
    * the spill (see {@link #spill}).
    */
-  private record ClaimParts(CommonTableExpression<Record3<Long, Integer, Integer>> locked, Condition picked,
-      Field<Integer> lockedCount, Field<Integer> spill) {}
+  private record ClaimParts(CommonTableExpression<?> limitRoom,
+      CommonTableExpression<?> locked, Condition picked, Field<Integer> lockedCount, Field<Integer> spill) {}
+
+  /**
+   * The room of every concurrency limit ({@code pgtask.flow_limit}, db/R__01a_flow_limits.sql):
+   * its max_running less its tasks in state running, once per claim (materialized). Without any
+   * limit set, one probe of an empty table. Counted from the task rows, which err on the safe
+   * side: a task claimed ahead counts, and a dead worker's task counts until it is rescued (its
+   * slot, a lock, was freed at once). The rows only steer the claim away from full keys; the slots,
+   * taken when the task starts, are what holds the limit.
+   */
+  private static CommonTableExpression<?> limitRoom() {
+    var l = FLOW_LIMIT.as("l");
+    Task r = TASK.as("lr");
+    Field<String> scope = l.SCOPE;
+    Condition matches = DSL.when(scope.eq(DSL.inline("tenant")), r.TENANT_ID.eq(l.TENANT_ID))
+        .when(scope.eq(DSL.inline("queue")), r.QUEUE.eq(l.KEY))
+        .otherwise(r.KIND.eq(l.KEY)).isTrue();
+    Field<Integer> running = DSL.field(DSL.selectCount().from(r)
+        .where(r.STATE.eq(DSL.inline(TaskState.running))).and(matches));
+    return DSL.name("limit_room").asMaterialized(DSL.select(l.SCOPE.as("scope"), l.KEY.as("key"),
+            l.TENANT_ID.as("tenant_id"), l.MAX_RUNNING.minus(running).as("room"))
+        .from(l)
+        .where(l.MAX_RUNNING.isNotNull()));
+  }
+
+  /**
+   * The keys of one scope of {@link #limitRoom} whose room is (or is not) left, as an array (an
+   * InitPlan; the cast makes it an array-valued expression: ANY ((SELECT ...)) would read as ANY
+   * (sub-query)).
+   */
+  private static <T> Field<T[]> keys(CommonTableExpression<?> room, String scope, String column,
+      org.jooq.DataType<T> type, boolean withRoom) {
+    Field<Integer> left = room.field("room", Integer.class);
+    Field<T> key = room.field(column, type);
+    return DSL.field(DSL.select(DSL.array(DSL.select(key).from(room)
+        .where(room.field("scope", String.class).eq(DSL.inline(scope)))
+        .and(withRoom ? left.gt(DSL.inline(0)) : left.le(DSL.inline(0)))))).cast(type.array());
+  }
+
+  /** The room of {@code scope}'s limit whose {@code column} is {@code value}, or {@code otherwise} without one. */
+  private static <T> Field<Integer> roomOf(CommonTableExpression<?> room, String scope, String column, Field<T> value,
+      int otherwise) {
+    return DSL.coalesce(DSL.field(DSL.select(room.field("room", Integer.class)).from(room)
+        .where(room.field("scope", String.class).eq(DSL.inline(scope)))
+        .and(room.field(column, value.getType()).eq(value))), DSL.inline(otherwise));
+  }
 
   private static ClaimParts claimParts(int queueCount) {
     Task c = TASK.as("c");
@@ -73,20 +118,27 @@ final class ClaimStatements {
     // tasks behind those rows. Its generic plan (EXPLAIN, 25,000 claimable rows over 500 tenants)
     // reads the running tasks once through task_running_idx into a hashed sub-plan: a cost that
     // grows with the tasks running at once, not with the backlog.
+    // A tenant limited to N > 1 (pgtask.set_limit) passes while fewer than N of its tasks run.
+    CommonTableExpression<?> limitRoom = limitRoom();
     Condition tenantIdle = c.TENANT_ID.isNull()
         .or(DSL.notExists(DSL.selectOne().from(running)
             .where(running.TENANT_ID.eq(c.TENANT_ID))
             .and(running.BLOCKED.isFalse())
-            .and(running.STATE.eq(DSL.inline(TaskState.running)))));
+            .and(running.STATE.eq(DSL.inline(TaskState.running)))))
+        .or(c.TENANT_ID.eq(DSL.any(keys(limitRoom, "tenant", "tenant_id", SQLDataType.INTEGER, true))));
+    // a queue or kind whose limit is full is passed over before the LIMIT too, for the same reason
+    Condition notFull = c.QUEUE.ne(DSL.all(keys(limitRoom, "queue", "key", SQLDataType.VARCHAR, false)))
+        .and(c.KIND.ne(DSL.all(keys(limitRoom, "kind", "key", SQLDataType.VARCHAR, false))));
 
-    CommonTableExpression<Record3<Long, Integer, Integer>> locked = DSL.name("locked").as(
-        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY)
+    CommonTableExpression<?> locked = DSL.name("locked").as(
+        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY, c.QUEUE, c.KIND)
             .from(c)
             .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
             .and(c.BLOCKED.isFalse())
             .and(queueCondition)
             .and(c.RUN_AT.le(DSL.currentInstant()))
             .and(tenantIdle)
+            .and(notFull)
             // the cast makes it an array-valued expression: ANY ((SELECT ...)) would read as ANY (sub-query)
             .and(c.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("kinds", String[].class)))
                 .cast(SQLDataType.VARCHAR.array()))))
@@ -102,22 +154,48 @@ final class ClaimStatements {
     Field<Long> lId = locked.field(c.ID);
     Field<Integer> lTenant = locked.field(c.TENANT_ID);
 
-    // at most one task per tenant: two due heads of one tenant (in two queues, or a head due
-    // before the tenant's other head) can be locked by one claim; the tenant's lock would turn
-    // the second away
+    // at most one task per tenant (its room, for a tenant limited to N): two due heads of one
+    // tenant (in two queues, or a head due before the tenant's other head) can be locked by one
+    // claim; the tenant's lock would turn the second away. At most a limited queue's or kind's
+    // room of each. And of the tasks under any limit, at most as many as the worker has idle
+    // executors (capped_room): claimed ahead, they would count as running and keep the limit's
+    // room from the other workers while they wait here
     Field<Integer> rank = DSL.rowNumber().over(DSL.partitionBy(DSL.coalesce(lTenant.cast(Long.class), lId.neg()))
         .orderBy(locked.field(c.PRIORITY), lId));
-    var ranked = DSL.select(lId.as("id"), lTenant.as("tenant_id"), rank.as("rn"))
+    Field<String> lQueue = locked.field(c.QUEUE);
+    Field<String> lKind = locked.field(c.KIND);
+    Field<Integer> queueRank = DSL.rowNumber().over(DSL.partitionBy(lQueue).orderBy(locked.field(c.PRIORITY), lId));
+    Field<Integer> kindRank = DSL.rowNumber().over(DSL.partitionBy(lKind).orderBy(locked.field(c.PRIORITY), lId));
+    Field<Integer> tenantRoom = roomOf(limitRoom, "tenant", "tenant_id", lTenant, 1);
+    Field<Integer> queueRoom = roomOf(limitRoom, "queue", "key", lQueue, Integer.MAX_VALUE);
+    Field<Integer> kindRoom = roomOf(limitRoom, "kind", "key", lKind, Integer.MAX_VALUE);
+    // under a limit: a limited tenant's task, or one of a limited queue or kind
+    Field<String> roomScope = limitRoom.field("scope", String.class);
+    Field<String> roomKey = limitRoom.field("key", String.class);
+    Field<Boolean> limited = DSL.field(DSL.exists(DSL.selectOne().from(limitRoom)
+        .where(roomScope.eq(DSL.inline("queue")).and(roomKey.eq(lQueue)))
+        .or(roomScope.eq(DSL.inline("kind")).and(roomKey.eq(lKind)))
+        .or(roomScope.eq(DSL.inline("tenant")).and(limitRoom.field("tenant_id", Integer.class).eq(lTenant)))));
+    Field<Integer> limitedRank = DSL.rowNumber().over(DSL.partitionBy(limited)
+        .orderBy(locked.field(c.PRIORITY), lId));
+    var ranked = DSL.select(lId.as("id"), rank.as("rn"), tenantRoom.as("tenant_room"), queueRank.as("rn_q"),
+            queueRoom.as("queue_room"), kindRank.as("rn_k"), kindRoom.as("kind_room"), limited.as("limited"),
+            limitedRank.as("rn_limited"))
         .from(locked)
         .asTable("ranked");
     Field<Long> rId = ranked.field("id", Long.class);
     var picked = DSL.select(rId)
         .from(ranked)
-        .where(ranked.field("rn", Integer.class).eq(DSL.inline(1)));
+        .where(ranked.field("rn", Integer.class).le(ranked.field("tenant_room", Integer.class)))
+        .and(ranked.field("rn_q", Integer.class).le(ranked.field("queue_room", Integer.class)))
+        .and(ranked.field("rn_k", Integer.class).le(ranked.field("kind_room", Integer.class)))
+        .and(ranked.field("limited", Boolean.class).isFalse()
+            .or(ranked.field("rn_limited", Integer.class).le(DSL.field(DSL.select(DSL.param("capped_room",
+                Integer.class))))));
     Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
 
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
-    return new ClaimParts(locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount,
+    return new ClaimParts(limitRoom, locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount,
         spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount));
   }
 
@@ -230,7 +308,7 @@ final class ClaimStatements {
    */
   static PreparedQuery claimQuery(int queueCount, TxBounds bounds) {
     ClaimParts p = claimParts(queueCount);
-    return PreparedQuery.of(claimUpdate(DSL.with(p.locked()).update(TASK), p)
+    return PreparedQuery.of(claimUpdate(DSL.with(p.limitRoom()).with(p.locked()).update(TASK), p)
         .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
             TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount().as(ClaimRows.LOCKED_ROWS),
             tenantName().as(ClaimRows.TENANT_NAME), TASK.TRACE_PARENT, p.spill().as("spilled"),
@@ -274,7 +352,7 @@ final class ClaimStatements {
         setval(TaskSql.HEAD_ID_SEQUENCE, DSL.coalesce(headId, DSL.inline(0L))).as("head_id_set"),
         setval(TaskSql.HEAD_ATTEMPT_SEQUENCE, DSL.coalesce(headAttempt, DSL.inline(0))).as("head_attempt_set"),
         headId.as(ClaimRows.HEAD_ID), p.spill().as("spilled")));
-    return PreparedQuery.of(DSL.with(p.locked(), claimed, headTask, head)
+    return PreparedQuery.of(DSL.with(p.limitRoom(), p.locked(), claimed, headTask, head)
         .select(claimed.field(TASK.ID), claimed.field(TASK.KIND), claimed.field(TASK.QUEUE),
             claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
             claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
