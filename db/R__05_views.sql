@@ -100,8 +100,7 @@ LEFT JOIN pg_stat_activity a
 WHERE t.state = 'running';
 
 -- Each tenant lock held right now: its holder, since when, and the sessions waiting for it. A
--- tenant that may run N tasks at once (pgtask.set_limit) has up to N rows, one per slot held
--- (slot 0 is the one lock of a tenant without a limit).
+-- tenant that may run N tasks at once (pgtask.set_limit) has up to N rows, one per slot held.
 -- pgtask's workers never wait for a tenant lock (they try it and defer the task), so waiting_pids
 -- lists only other sessions that called pg_advisory_xact_lock on the same key.
 CREATE OR REPLACE VIEW pgtask.tenant_locks AS
@@ -110,8 +109,7 @@ SELECT tn.name AS tenant, l.pid AS holder_pid, a.application_name, a.xact_start,
        ARRAY(SELECT w.pid FROM pg_locks w
              WHERE w.locktype = 'advisory' AND NOT w.granted AND w.database = l.database
                AND w.classid = l.classid AND w.objid = l.objid AND w.objsubid = 2
-             ORDER BY w.pid) AS waiting_pids,
-       pgtask.slot_offset(l.classid)::integer AS slot
+             ORDER BY w.pid) AS waiting_pids
 FROM pg_locks l
 JOIN pgtask.tenant tn ON tn.id::text::oid = l.objid
 LEFT JOIN pg_stat_activity a ON a.pid = l.pid

@@ -35,7 +35,6 @@ SELECT l.scope, l.key, l.max_running,
                    THEN pgtask.slot_offset(k.classid) < 1024 AND k.objid = l.tenant_id::text::oid
                    ELSE pgtask.slot_offset(k.classid) BETWEEN 1024 AND 2047 AND k.objid = l.id::text::oid END
        ) AS slots_held,
-       l.per_second, l.burst, l.weight,
        (SELECT count(*) FROM pgtask.task w
         WHERE w.state IN ('available', 'retryable')
           AND pgtask.limit_matches(l.scope, l.key, l.tenant_id, w.tenant_id, w.queue, w.kind)) AS waiting,

@@ -58,7 +58,8 @@ class PgTaskOperationsTest {
         Map.entry("running", RunningTask.class), Map.entry("tenant_locks", TenantLock.class),
         Map.entry("workers", LiveWorker.class), Map.entry("paused_queues", PausedQueueStatus.class),
         Map.entry("tenant_load", TenantLoad.class), Map.entry("schedules", ScheduleStatus.class),
-        Map.entry("maintenance_leader", MaintenanceLeader.class), Map.entry("tasks", TaskSummary.class));
+        Map.entry("maintenance_leader", MaintenanceLeader.class), Map.entry("tasks", TaskSummary.class),
+        Map.entry("limits", LimitStatus.class));
     for (var view : views.entrySet()) {
       List<String> columns = new ArrayList<>();
       try (Connection c = db.connect(); Statement st = c.createStatement();
