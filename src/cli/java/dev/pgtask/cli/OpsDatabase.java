@@ -64,7 +64,7 @@ final class OpsDatabase implements AutoCloseable {
       int code = e instanceof TaskNotFoundException ? ExitCodes.NOT_FOUND
           : e instanceof TaskBusyException ? ExitCodes.BUSY
           : e instanceof TaskStateException ? ExitCodes.WRONG_STATE
-          : e instanceof InvalidTaskException ? ExitCodes.USAGE
+          : e instanceof InvalidTaskException || e instanceof dev.pgtask.InvalidLimitException ? ExitCodes.USAGE
           : ExitCodes.FAILURE;
       return new CliException(code, msg, e);
     }

@@ -1,0 +1,137 @@
+package dev.pgtask.cli;
+
+import dev.pgtask.Limit;
+import dev.pgtask.LimitScope;
+import dev.pgtask.PgTask;
+import dev.pgtask.ops.LimitStatus;
+import dev.pgtask.ops.PgTaskOperations;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code pgtask limits} (the limits and what each admits now, {@code pgtask.limits}) and
+ * {@code pgtask limit set|clear} ({@link PgTask#setLimit}, {@link PgTask#clearLimit}).
+ */
+final class LimitCommands {
+
+  private LimitCommands() {}
+
+  /** {@code pgtask limits}. */
+  @Command(name = "limits", mixinStandardHelpOptions = true,
+      description = "Every limit (pgtask.set_limit) with what it admits now: max running, running, slots held"
+          + " (pg_locks), waiting, the oldest due waiting task, and stuck tasks (lease run out).")
+  public static final class List extends ReadCommand {
+
+    @Option(names = "--json", description = "Print a JSON array of the pgtask.limits rows.")
+    boolean json;
+
+    public List() {
+      super("pgtask limits");
+    }
+
+    @Override
+    void print(OpsConnection db, PrintWriter out) {
+      java.util.List<LimitStatus> limits = db.read(PgTaskOperations::limits);
+      if (json) {
+        Formats.printJson(out, g -> Formats.write(g, limits));
+        return;
+      }
+      TextTable t = new TextTable("SCOPE", "KEY", "MAX_RUNNING", "RUNNING", "SLOTS_HELD", "WAITING",
+          "OLDEST_WAITING_SINCE", "STUCK");
+      for (LimitStatus l : limits) {
+        t.row(l.scope(), l.key(), l.maxRunning(), l.running(), l.slotsHeld(), l.waiting(),
+            Formats.text(l.oldestWaitingSince()), l.stuck());
+      }
+      out.print(t.isEmpty() ? "no limits (a tenant runs one task at a time; queues and kinds are unlimited)\n"
+          : t.render());
+    }
+  }
+
+  /** {@code pgtask limit set|clear}. */
+  @Command(name = "limit", mixinStandardHelpOptions = true,
+      description = "Set or clear the concurrency limit of a tenant, queue or kind (see 'pgtask limits').",
+      subcommands = {Set.class, Clear.class})
+  public static final class Limits implements Runnable {
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public void run() {
+      spec.commandLine().usage(spec.commandLine().getOut());
+    }
+  }
+
+  /** What {@code set} and {@code clear} share: the connection, the scope and the key. */
+  abstract static class Change implements Callable<Integer> {
+    @Mixin
+    ConnectionOptions connection;
+
+    @Option(names = "--scope", required = true, description = "tenant, queue or kind.")
+    LimitScope scope;
+
+    @Option(names = "--key", required = true, description = "The tenant's, queue's or kind's name.")
+    String key;
+
+    @Option(names = "--json", description = "Print {\"scope\": ..., \"key\": ..., \"result\": ...}.")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    abstract String[] apply(PgTask pgtask);
+
+    @Override
+    public Integer call() {
+      String[] result;
+      try (OpsDatabase db = OpsDatabase.open(connection, "pgtask limit " + spec.name())) {
+        PgTask pgtask = PgTask.create(db.dataSource());
+        result = db.run(dsl -> apply(pgtask));
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      if (json) {
+        Formats.printJson(out, Formats.mapper().createObjectNode().put("scope", scope.sqlName()).put("key", key)
+            .put("result", result[0]));
+      } else {
+        out.println(TerminalText.escape(result[1]));
+        out.flush();
+      }
+      return ExitCodes.OK;
+    }
+  }
+
+  /** {@code pgtask limit set --scope S --key K --max-running N}. */
+  @Command(name = "set", mixinStandardHelpOptions = true,
+      description = "At most N tasks of the tenant, queue or kind run at once across the cluster (durable; replaces"
+          + " its limit). Running tasks are never stopped by a lower limit.",
+      footer = "%nExit codes: 0 set, 2 invalid scope, key or maximum (nothing stored).")
+  static final class Set extends Change {
+    @Option(names = "--max-running", required = true, description = "1 to 1024.")
+    int maxRunning;
+
+    @Override
+    String[] apply(PgTask pgtask) {
+      boolean created = pgtask.setLimit(scope, key, Limit.maxRunning(maxRunning));
+      return new String[] {created ? "created" : "changed",
+          scope.sqlName() + " " + key + ": at most " + maxRunning + " running at once"
+              + (created ? "" : " (replaced its previous limit)")};
+    }
+  }
+
+  /** {@code pgtask limit clear --scope S --key K}. */
+  @Command(name = "clear", mixinStandardHelpOptions = true,
+      description = "Remove the limit of a tenant (back to one task at a time), queue or kind (unlimited).",
+      footer = "%nExit codes: 0 cleared or no limit, 2 invalid scope or key.")
+  static final class Clear extends Change {
+    @Override
+    String[] apply(PgTask pgtask) {
+      return pgtask.clearLimit(scope, key)
+          ? new String[] {"cleared", scope.sqlName() + " " + key + ": limit removed"}
+          : new String[] {"no_limit", scope.sqlName() + " " + key + " had no limit"};
+    }
+  }
+}
