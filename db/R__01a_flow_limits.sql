@@ -122,6 +122,73 @@ BEGIN
 END
 $$;
 
+-- Takes rate tokens for one claim (GCRA, db/V8__flow_limits.sql): for each rate limit p_ids[i]
+-- (in id order), up to p_wanted[i] starts now, on the database clock (p_now: a test's clock).
+-- Returns what each granted. A bucket another claim holds grants nothing (SKIP LOCKED: that claim
+-- is spending its tokens, and nobody waits). p_refunds: limits whose token a task gave back
+-- without starting (put back for a full slot); each moves its bucket back one token, never below
+-- now (a refund never adds more than a full burst); one whose bucket is locked is dropped (a
+-- token unused, never one too many). next_ms: when the bucket is empty after this claim, the
+-- milliseconds until its next token (the claim's worker arms its due timer with it), else NULL.
+SET LOCAL client_min_messages = warning;
+DROP FUNCTION IF EXISTS pgtask.take_tokens(integer[], integer[], integer[], timestamptz);
+CREATE OR REPLACE FUNCTION pgtask.take_tokens(p_ids integer[], p_wanted integer[], p_refunds integer[] DEFAULT NULL,
+  p_now timestamptz DEFAULT NULL) RETURNS TABLE (limit_id integer, granted integer, next_ms bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := coalesce(p_now, clock_timestamp());
+  v_refund integer;
+  r record;
+  v_t double precision;
+  v_base timestamptz;
+  v_grant integer;
+BEGIN
+  FOREACH v_refund IN ARRAY coalesce(p_refunds, '{}') LOOP
+    SELECT b.tat, l.per_second INTO r FROM pgtask.limit_bucket b JOIN pgtask.flow_limit l ON l.id = b.limit_id
+    WHERE b.limit_id = v_refund FOR UPDATE OF b SKIP LOCKED;
+    IF FOUND AND r.per_second IS NOT NULL THEN
+      UPDATE pgtask.limit_bucket b SET tat = greatest(r.tat - make_interval(secs => 1.0 / r.per_second), v_now)
+      WHERE b.limit_id = v_refund;
+    END IF;
+  END LOOP;
+  FOR i IN 1 .. coalesce(cardinality(p_ids), 0) LOOP
+    limit_id := p_ids[i];
+    granted := 0;
+    next_ms := NULL;
+    SELECT b.tat, l.per_second, l.burst INTO r FROM pgtask.limit_bucket b JOIN pgtask.flow_limit l ON l.id = b.limit_id
+    WHERE b.limit_id = p_ids[i] FOR UPDATE OF b SKIP LOCKED;
+    IF FOUND AND r.per_second IS NOT NULL THEN
+      v_t := 1.0 / r.per_second;
+      v_base := greatest(r.tat, v_now);
+      v_grant := floor((extract(epoch FROM v_now - v_base) + r.burst * v_t) / v_t + 1e-9)::integer;
+      granted := greatest(0, least(p_wanted[i], v_grant));
+      IF granted > 0 THEN
+        UPDATE pgtask.limit_bucket b SET tat = v_base + make_interval(secs => granted * v_t) WHERE b.limit_id = p_ids[i];
+      END IF;
+      -- empty now: the next token is due at tat - (burst - 1) / per_second
+      IF v_grant <= granted THEN
+        next_ms := greatest(0, ceil((extract(epoch FROM v_base - v_now) + granted * v_t - (r.burst - 1) * v_t) * 1000))::bigint;
+      END IF;
+    END IF;
+    RETURN NEXT;
+  END LOOP;
+END
+$$;
+
+-- Starts a rate limit admits now (GCRA, without taking any): a bucket read without locking it.
+CREATE OR REPLACE FUNCTION pgtask.tokens_now(p_tat timestamptz, p_per_second numeric, p_burst integer,
+  p_now timestamptz) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT greatest(0, floor((extract(epoch FROM p_now - greatest(p_tat, p_now)) + p_burst / p_per_second)
+                           * p_per_second + 1e-9))::integer
+$$;
+
 -- NULL when a limit's input is acceptable, else "<constraint>|<message>" (the names of
 -- pgtask.flow_limit's constraints, so Java and SQL callers see the same names whichever refused).
 CREATE OR REPLACE FUNCTION pgtask.limit_input_error(p_scope text, p_key text, p_max_running integer,
@@ -169,13 +236,14 @@ DECLARE
   v_error text := pgtask.limit_input_error(scope, key, max_running, per_second, burst, weight);
   v_tenant_id integer;
   v_created boolean;
+  v_id integer;
 BEGIN
   IF v_error IS NOT NULL THEN
     RAISE EXCEPTION 'pgtask: invalid limit: %', split_part(v_error, '|', 2)
       USING ERRCODE = 'check_violation', CONSTRAINT = split_part(v_error, '|', 1);
   END IF;
-  IF per_second IS NOT NULL OR weight IS NOT NULL THEN
-    RAISE EXCEPTION 'pgtask: rate limits (per_second, burst) and weights are not available in this version'
+  IF weight IS NOT NULL THEN
+    RAISE EXCEPTION 'pgtask: weights are not available in this version'
       USING ERRCODE = 'feature_not_supported';
   END IF;
   IF scope = 'tenant' THEN
@@ -187,7 +255,13 @@ BEGIN
   ON CONFLICT ON CONSTRAINT limit_scope_key DO UPDATE
     SET max_running = EXCLUDED.max_running, per_second = EXCLUDED.per_second, burst = EXCLUDED.burst,
         weight = EXCLUDED.weight, updated_at = clock_timestamp(), updated_by = session_user
-  RETURNING (xmax = 0) INTO v_created;
+  RETURNING (xmax = 0), l.id INTO v_created, v_id;
+  -- a rate keeps its bucket (a changed rate does not refill it); no rate, no bucket
+  IF per_second IS NOT NULL THEN
+    INSERT INTO pgtask.limit_bucket AS b (limit_id) VALUES (v_id) ON CONFLICT (limit_id) DO NOTHING;
+  ELSE
+    DELETE FROM pgtask.limit_bucket b WHERE b.limit_id = v_id;
+  END IF;
   IF v_tenant_id IS NOT NULL THEN
     PERFORM pgtask.promote_parallel(ARRAY[v_tenant_id],
       ARRAY(SELECT DISTINCT t.queue FROM pgtask.task t
@@ -222,5 +296,6 @@ BEGIN
 END
 $$;
 
+REVOKE EXECUTE ON FUNCTION pgtask.take_tokens(integer[], integer[], integer[], timestamptz) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pgtask.set_limit(text, text, integer, numeric, integer, numeric) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pgtask.clear_limit(text, text) FROM PUBLIC;

@@ -30,3 +30,14 @@ CREATE TABLE pgtask.flow_limit (
   CONSTRAINT limit_not_empty CHECK (num_nonnulls(max_running, per_second, weight) > 0)
 );
 CREATE UNIQUE INDEX flow_limit_tenant_idx ON pgtask.flow_limit (tenant_id) WHERE scope = 'tenant';
+
+-- The state of a rate limit (per_second, burst): GCRA's theoretical arrival time, on the database
+-- clock. A start at t is admitted when t >= tat - (burst - 1) / per_second, and then tat becomes
+-- max(tat, t) + 1 / per_second: at most burst + per_second * w starts in any window of w seconds,
+-- with no window to keep. Apart from the limit's row so that the claim's update touches a tiny row
+-- with no index on what it changes (HOT updates), locked by one claim at a time for milliseconds
+-- (others pass over it, SKIP LOCKED), never for a task's length.
+CREATE TABLE pgtask.limit_bucket (
+  limit_id integer PRIMARY KEY REFERENCES pgtask.flow_limit (id) ON DELETE CASCADE,
+  tat      timestamptz NOT NULL DEFAULT '-infinity'
+) WITH (fillfactor = 50);

@@ -120,13 +120,29 @@ class LimitsSqlTest {
   }
 
   @Test
-  void ratesAndWeightsAreRefusedAsNotAvailableRatherThanStoredAndIgnored() throws Exception {
+  void weightsAreRefusedAsNotAvailableRatherThanStoredAndIgnored() throws Exception {
     try (Connection c = db.connect()) {
-      assertThatThrownBy(() -> c.createStatement().execute("select pgtask.set_limit('kind', 'sms.send', per_second => 50, burst => 10)"))
-          .isInstanceOfSatisfying(PSQLException.class, e -> assertThat(e.getSQLState()).isEqualTo("0A000"));
       assertThatThrownBy(() -> c.createStatement().execute("select pgtask.set_limit('tenant', 'acme', weight => 3)"))
           .isInstanceOfSatisfying(PSQLException.class, e -> assertThat(e.getSQLState()).isEqualTo("0A000"));
       assertThat(count(c, "SELECT count(*) FROM pgtask.flow_limit")).isZero();
+    }
+  }
+
+  @Test
+  void aRateKeepsItsBucketWhenChangedAndLosesItWhenTheRateIsRemoved() throws Exception {
+    try (Connection c = db.connect()) {
+      c.createStatement().execute("select pgtask.set_limit('kind', 'sms.send', per_second => 50, burst => 10)");
+      c.createStatement().execute("UPDATE pgtask.limit_bucket SET tat = '2030-01-01'");
+      c.createStatement().execute("select pgtask.set_limit('kind', 'sms.send', per_second => 20, burst => 5)");
+      assertThat(string(c, "SELECT tat::date::text FROM pgtask.limit_bucket")).as("a changed rate keeps its state")
+          .isEqualTo("2030-01-01");
+      assertThat(count(c, "SELECT burst FROM pgtask.flow_limit WHERE key = 'sms.send'")).isEqualTo(5);
+      c.createStatement().execute("select pgtask.set_limit('kind', 'sms.send', max_running => 3)");
+      assertThat(count(c, "SELECT count(*) FROM pgtask.limit_bucket")).as("buckets without a rate").isZero();
+      c.createStatement().execute("select pgtask.set_limit('kind', 'sms.send', per_second => 2)");
+      assertThat(count(c, "SELECT burst FROM pgtask.flow_limit WHERE key = 'sms.send'")).as("burst by default").isEqualTo(1);
+      c.createStatement().execute("select pgtask.clear_limit('kind', 'sms.send')");
+      assertThat(count(c, "SELECT count(*) FROM pgtask.limit_bucket")).as("buckets after clear_limit").isZero();
     }
   }
 

@@ -224,13 +224,14 @@ public final class Producer extends Service {
       Claim claim;
       Spills.Claim spill = spills.nextClaim();
       long claimNanos = executor.claimStarting();
+      ClaimQueries.LimitInput limits = new ClaimQueries.LimitInput(executor.idleExecutors(), executor.takeRefunds());
       try {
         boolean startHead = startHeads && executor.isIdle() && !first;
         first = false;
         if (startHead) {
           StartedClaim started = ClaimQueries.claimAndStart(config.dataSource(), config.queues(), kinds, plainKinds,
               room, config.workerId(), config.leaseDuration(), serverTimeouts, config.tenantLockNamespace(),
-              spill.sends(), config.transactionBounds(), executor.idleExecutors());
+              spill.sends(), config.transactionBounds(), limits);
           claim = started.claim();
           count(claim.tasks());
           if (started.transaction() != null) {
@@ -240,14 +241,17 @@ public final class Producer extends Service {
           }
         } else {
           claim = ClaimQueries.claimAvailable(config.dataSource(), config.queues(), kinds, room,
-              config.workerId(), config.leaseDuration(), spill.sends(), config.transactionBounds(),
-              executor.idleExecutors());
+              config.workerId(), config.leaseDuration(), spill.sends(), config.transactionBounds(), limits);
           count(claim.tasks());
           executor.submitAll(claim.tasks(), claimNanos);
         }
       } catch (RuntimeException e) {
         executor.claimFailed();
         throw e;
+      }
+      if (claim.nextTokenMillis() != null) {
+        // a task waits for a rate limit's token: claim when it is due, not at the next poll
+        wakeups.timer().dueIn(java.time.Duration.ofMillis(claim.nextTokenMillis()));
       }
       boolean full = claim.locked() >= room;
       spills.claimed(spill, full);

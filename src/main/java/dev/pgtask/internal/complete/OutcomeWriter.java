@@ -19,6 +19,9 @@ public final class OutcomeWriter {
   private final WorkerConfig config;
   private final WorkerStats stats;
   private volatile java.util.function.Consumer<Duration> dueIn = d -> { };
+  /** Rate limits (ids) whose token a task put back without starting gives back, at the next claim. */
+  private final java.util.concurrent.ConcurrentLinkedQueue<Integer> refunds =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
 
   public OutcomeWriter(WorkerConfig config, WorkerStats stats) {
     this.config = config;
@@ -34,6 +37,15 @@ public final class OutcomeWriter {
 
   public void observe(Observer observer) {
     this.observer = observer;
+  }
+
+  /** The refunds owed (see {@link #refunds}), taken: the next claim hands them to the database. */
+  public Integer[] takeRefunds() {
+    java.util.List<Integer> out = new java.util.ArrayList<>();
+    for (Integer id; (id = refunds.poll()) != null; ) {
+      out.add(id);
+    }
+    return out.toArray(Integer[]::new);
   }
 
   /** Told when an outcome just made durable puts its task back to run after a delay. */
@@ -94,6 +106,11 @@ public final class OutcomeWriter {
       stats.counted(OutcomeName.DEFERRED);
       if (d.limit()) {
         config.metrics().limitDeferred(t.queue());
+        // it did not start: its rate tokens go back (never written in its own transaction,
+        // which a shared transaction could keep open: the next claim gives them back)
+        for (int id : t.chargedLimits()) {
+          refunds.add(id);
+        }
       } else {
         config.metrics().tenantDeferred(t.queue());
       }

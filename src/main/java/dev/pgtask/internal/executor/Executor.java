@@ -176,6 +176,11 @@ public final class Executor extends Service {
     return capacity.idle();
   }
 
+  /** The rate limits whose tokens tasks put back without starting give back at the next claim. */
+  public Integer[] takeRefunds() {
+    return writer.takeRefunds();
+  }
+
   /** Whether no claimed task is waiting or running here: a task handed over now starts at once. */
   public boolean isIdle() {
     return capacity.isIdle();

@@ -130,6 +130,11 @@ public final class LocalTask implements TaskContext {
   public long id() {
     return claimed.id();
   }
+  /** The rate limits this task's claim charged a token of (given back if it is put back unstarted). */
+  public int[] chargedLimits() {
+    return claimed.charged();
+  }
+
 
   /** Where the task is now (read without the monitor: a moment's view). */
   State state() {

@@ -26,10 +26,33 @@ public final class ClaimQueries {
   /** A claimed task, as the executor needs it. */
   public record Claimed(long id, String kind, String queue, JSONB payload, Integer tenantId,
       String tenant, int attempt, int maxAttempts, Instant runAt, Instant claimedAt, String traceParent,
-      boolean capped) {}
+      boolean capped, int[] charged) {
 
-  /** The claim's result: the tasks, and how many rows the locking select returned. */
-  public record Claim(List<Claimed> tasks, int locked) {}
+    /** Without limits: no cap, no rate token charged. */
+    public Claimed(long id, String kind, String queue, JSONB payload, Integer tenantId, String tenant, int attempt,
+        int maxAttempts, Instant runAt, Instant claimedAt, String traceParent) {
+      this(id, kind, queue, payload, tenantId, tenant, attempt, maxAttempts, runAt, claimedAt, traceParent, false,
+          new int[0]);
+    }
+  }
+
+  /**
+   * What a claim needs for flow control: how many tasks under a limit it may take (the worker's idle
+   * executors), and the rate limits whose tokens tasks put back without starting give back.
+   */
+  public record LimitInput(int cappedRoom, Integer[] refunds) {
+
+    /** No more tasks under a limit than {@code limit}, nothing to give back. */
+    public static LimitInput none(int limit) {
+      return new LimitInput(limit, new Integer[0]);
+    }
+  }
+
+  /**
+   * The claim's result: the tasks, how many rows the locking select returned, and the milliseconds
+   * until a rate limit's next token when a task waits for one (else null).
+   */
+  public record Claim(List<Claimed> tasks, int locked, Long nextTokenMillis) {}
 
   // the claim statement for n queues, rendered once (see PreparedQuery), by queue count and bounds
   private static final java.util.Map<String, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
@@ -58,7 +81,7 @@ public final class ClaimQueries {
       List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
       int namespace, boolean spill) {
     return claimAndStart(dataSource, queues, kinds, plainKinds, limit, owner, lease, serverTimeouts, namespace, spill,
-        TxBounds.ofBeat(TxBounds.MAX), limit);
+        TxBounds.ofBeat(TxBounds.MAX), LimitInput.none(limit));
   }
 
   /**
@@ -67,7 +90,7 @@ public final class ClaimQueries {
    */
   public static StartedClaim claimAndStart(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
-      int namespace, boolean spill, TxBounds bounds, int cappedRoom) {
+      int namespace, boolean spill, TxBounds bounds, LimitInput limits) {
     PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size() + " " + bounds,
         k -> ClaimStatements.claimAndStartPipeline(queues.size(), bounds));
     java.sql.Connection conn = null;
@@ -75,7 +98,7 @@ public final class ClaimQueries {
     try {
       conn = dataSource.getConnection();
       conn.setAutoCommit(false);
-      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill, cappedRoom);
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill, limits);
       values.put("plain_kinds", conn.createArrayOf("text", plainKinds.toArray()));
       values.put("worker", owner);
       values.put("timeouts", serverTimeouts);
@@ -85,6 +108,7 @@ public final class ClaimQueries {
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
       Long headId = null;
+      Long nextToken = null;
       ExecuteQueries.LockResult headLock = ExecuteQueries.LockResult.FENCED_OUT;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
         ClaimRows.firstResultSet(ps);
@@ -92,6 +116,7 @@ public final class ClaimQueries {
           while (rs.next()) {
             headId = ClaimRows.headId(rs);
             lockedRows = ClaimRows.lockedRows(rs);
+            nextToken = ClaimRows.nextTokenMillis(rs);
             if (ClaimRows.hasTask(rs)) {
               tasks.add(ClaimRows.claimed(rs));
             }
@@ -109,7 +134,7 @@ public final class ClaimQueries {
           }
         }
       }
-      Claim claim = new Claim(tasks, lockedRows);
+      Claim claim = new Claim(tasks, lockedRows, nextToken);
       if (headId == null) {
         return new StartedClaim(claim, null, 0, null);
       }
@@ -139,10 +164,12 @@ public final class ClaimQueries {
   }
 
   private static java.util.Map<String, Object> claimValues(java.sql.Connection conn, List<String> queues,
-      List<String> kinds, int limit, String owner, Duration lease, boolean spill, int cappedRoom)
+      List<String> kinds, int limit, String owner, Duration lease, boolean spill, LimitInput limits)
       throws java.sql.SQLException {
     java.util.Map<String, Object> values = new java.util.HashMap<>();
-    values.put("capped_room", cappedRoom);
+    values.put("capped_room", limits.cappedRoom());
+    values.put("refunds", conn.createArrayOf("int4", limits.refunds()));
+    values.put("refund_count", limits.refunds().length);
     for (int i = 0; i < queues.size(); i++) {
       values.put("queue" + i, queues.get(i));
     }
@@ -167,7 +194,7 @@ public final class ClaimQueries {
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease) {
-    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, false, TxBounds.ofBeat(TxBounds.MAX), limit);
+    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, false, TxBounds.ofBeat(TxBounds.MAX), LimitInput.none(limit));
   }
 
   /**
@@ -177,7 +204,7 @@ public final class ClaimQueries {
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease, boolean spill) {
-    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, spill, TxBounds.ofBeat(TxBounds.MAX), limit);
+    return claimAvailable(dataSource, queues, kinds, limit, owner, lease, spill, TxBounds.ofBeat(TxBounds.MAX), LimitInput.none(limit));
   }
 
   /**
@@ -185,21 +212,25 @@ public final class ClaimQueries {
    * the tasks under a limit claimed (the worker's idle executors).
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
-      int limit, String owner, Duration lease, boolean spill, TxBounds bounds, int cappedRoom) {
+      int limit, String owner, Duration lease, boolean spill, TxBounds bounds, LimitInput limits) {
     PreparedQuery query = CLAIMS.computeIfAbsent(queues.size() + " " + bounds, k -> ClaimStatements.claimQuery(queues.size(), bounds));
     java.sql.Connection conn = null;
     try {
       conn = dataSource.getConnection();
       conn.setAutoCommit(false);
-      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill, cappedRoom);
+      java.util.Map<String, Object> values = claimValues(conn, queues, kinds, limit, owner, lease, spill, limits);
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
+      Long nextToken = null;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
         ClaimRows.firstResultSet(ps);
         try (java.sql.ResultSet rs = ps.getResultSet()) {
           while (rs.next()) {
-            tasks.add(ClaimRows.claimed(rs));
+            if (ClaimRows.hasTask(rs)) {
+              tasks.add(ClaimRows.claimed(rs));
+            }
             lockedRows = ClaimRows.lockedRows(rs);
+            nextToken = ClaimRows.nextTokenMillis(rs);
           }
         }
         ps.getMoreResults(); // the COMMIT
@@ -207,7 +238,7 @@ public final class ClaimQueries {
       conn.setAutoCommit(true); // committed: no round trip
       conn.close();
       conn = null;
-      return new Claim(tasks, lockedRows);
+      return new Claim(tasks, lockedRows, nextToken);
     } catch (java.sql.SQLException e) {
       throw new org.jooq.exception.DataAccessException("claim failed: " + e.getMessage(), e);
     } finally {
@@ -225,7 +256,7 @@ public final class ClaimQueries {
    */
   public static Claimed claimById(DSLContext dsl, long id, String owner, Duration lease) {
     Field<String> tenant = ClaimStatements.tenantName().as(ClaimRows.TENANT_NAME);
-    Field<Boolean> capped = ClaimStatements.capped().as(ClaimRows.CAPPED);
+    Field<Boolean> capped = ClaimLimits.capped().as(ClaimRows.CAPPED);
     var r = dsl.update(TASK)
         .set(TASK.STATE, DSL.inline(TaskState.running))
         .set(TASK.ATTEMPT, TASK.ATTEMPT.plus(DSL.inline(1)))
@@ -240,6 +271,6 @@ public final class ClaimQueries {
         .fetchOne();
     return r == null ? null : new Claimed(r.get(TASK.ID), r.get(TASK.KIND), r.get(TASK.QUEUE), r.get(TASK.PAYLOAD),
         r.get(TASK.TENANT_ID), r.get(tenant), r.get(TASK.ATTEMPT), r.get(TASK.MAX_ATTEMPTS), r.get(TASK.RUN_AT),
-        r.get(TASK.ATTEMPTED_AT), r.get(TASK.TRACE_PARENT), r.get(capped));
+        r.get(TASK.ATTEMPTED_AT), r.get(TASK.TRACE_PARENT), r.get(capped), new int[0]);
   }
 }

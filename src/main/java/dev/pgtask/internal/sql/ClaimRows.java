@@ -21,6 +21,10 @@ final class ClaimRows {
   static final String LOCKED_ROWS = "locked_rows";
   /** The claim's column: the task's tenant's name. */
   static final String TENANT_NAME = "tenant_name";
+  /** The claim's column: the rate limits the task was charged a token of (NULL without any rate). */
+  static final String CHARGED = "charged";
+  /** The claim's column: milliseconds until a rate limit's next token, or NULL when none waits. */
+  static final String NEXT_TOKEN_MS = "next_token_ms";
   /** The claim's column: a queue or kind concurrency limit applies to the task. */
   static final String CAPPED = "capped";
   /** The claim-and-start's column: the id of the task whose re-lock follows, or NULL. */
@@ -34,7 +38,28 @@ final class ClaimRows {
         rs.getString(TASK.QUEUE.getName()), JSONB.valueOf(rs.getString(TASK.PAYLOAD.getName())), tenantId,
         rs.getString(TENANT_NAME), rs.getInt(TASK.ATTEMPT.getName()), rs.getInt(TASK.MAX_ATTEMPTS.getName()),
         instant(rs, TASK.RUN_AT.getName()), instant(rs, TASK.ATTEMPTED_AT.getName()),
-        rs.getString(TASK.TRACE_PARENT.getName()), rs.getBoolean(CAPPED));
+        rs.getString(TASK.TRACE_PARENT.getName()), rs.getBoolean(CAPPED), charged(rs));
+  }
+
+  private static int[] charged(ResultSet rs) throws SQLException {
+    java.sql.Array a = rs.getArray(CHARGED);
+    if (a == null) {
+      return NONE;
+    }
+    Integer[] ids = (Integer[]) a.getArray();
+    int[] out = new int[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      out[i] = ids[i];
+    }
+    return out;
+  }
+
+  private static final int[] NONE = new int[0];
+
+  /** Milliseconds until a rate limit's next token, or null when no task waits for one. */
+  static Long nextTokenMillis(ResultSet rs) throws SQLException {
+    long ms = rs.getLong(NEXT_TOKEN_MS);
+    return rs.wasNull() ? null : ms;
   }
 
   /** Whether the current row names a claimed task (the claim-and-start's one row without a claim has none). */

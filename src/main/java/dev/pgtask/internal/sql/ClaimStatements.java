@@ -46,53 +46,8 @@ final class ClaimStatements {
    * What the claim statements share: the locking CTE, which rows to take, the CTE's row count, and
    * the spill (see {@link #spill}).
    */
-  private record ClaimParts(CommonTableExpression<?> limitRoom,
-      CommonTableExpression<?> locked, Condition picked, Field<Integer> lockedCount, Field<Integer> spill) {}
-
-  /**
-   * The room of every concurrency limit ({@code pgtask.flow_limit}, db/R__01a_flow_limits.sql):
-   * its max_running less its tasks in state running, once per claim (materialized). Without any
-   * limit set, one probe of an empty table. Counted from the task rows, which err on the safe
-   * side: a task claimed ahead counts, and a dead worker's task counts until it is rescued (its
-   * slot, a lock, was freed at once). The rows only steer the claim away from full keys; the slots,
-   * taken when the task starts, are what holds the limit.
-   */
-  private static CommonTableExpression<?> limitRoom() {
-    var l = FLOW_LIMIT.as("l");
-    Task r = TASK.as("lr");
-    Field<String> scope = l.SCOPE;
-    Condition matches = DSL.when(scope.eq(DSL.inline("tenant")), r.TENANT_ID.eq(l.TENANT_ID))
-        .when(scope.eq(DSL.inline("queue")), r.QUEUE.eq(l.KEY))
-        .otherwise(r.KIND.eq(l.KEY)).isTrue();
-    Field<Integer> running = DSL.field(DSL.selectCount().from(r)
-        .where(r.STATE.eq(DSL.inline(TaskState.running))).and(matches));
-    return DSL.name("limit_room").asMaterialized(DSL.select(l.SCOPE.as("scope"), l.KEY.as("key"),
-            l.TENANT_ID.as("tenant_id"), l.MAX_RUNNING.minus(running).as("room"))
-        .from(l)
-        .where(l.MAX_RUNNING.isNotNull()));
-  }
-
-  /**
-   * The keys of one scope of {@link #limitRoom} whose room is (or is not) left, as an array (an
-   * InitPlan; the cast makes it an array-valued expression: ANY ((SELECT ...)) would read as ANY
-   * (sub-query)).
-   */
-  private static <T> Field<T[]> keys(CommonTableExpression<?> room, String scope, String column,
-      org.jooq.DataType<T> type, boolean withRoom) {
-    Field<Integer> left = room.field("room", Integer.class);
-    Field<T> key = room.field(column, type);
-    return DSL.field(DSL.select(DSL.array(DSL.select(key).from(room)
-        .where(room.field("scope", String.class).eq(DSL.inline(scope)))
-        .and(withRoom ? left.gt(DSL.inline(0)) : left.le(DSL.inline(0)))))).cast(type.array());
-  }
-
-  /** The room of {@code scope}'s limit whose {@code column} is {@code value}, or {@code otherwise} without one. */
-  private static <T> Field<Integer> roomOf(CommonTableExpression<?> room, String scope, String column, Field<T> value,
-      int otherwise) {
-    return DSL.coalesce(DSL.field(DSL.select(room.field("room", Integer.class)).from(room)
-        .where(room.field("scope", String.class).eq(DSL.inline(scope)))
-        .and(room.field(column, value.getType()).eq(value))), DSL.inline(otherwise));
-  }
+  private record ClaimParts(List<CommonTableExpression<?>> ctes, Condition picked, Field<Integer> lockedCount,
+      Field<Integer> spill, Field<Long> nextTokenMillis) {}
 
   private static ClaimParts claimParts(int queueCount) {
     Task c = TASK.as("c");
@@ -119,16 +74,19 @@ final class ClaimStatements {
     // reads the running tasks once through task_running_idx into a hashed sub-plan: a cost that
     // grows with the tasks running at once, not with the backlog.
     // A tenant limited to N > 1 (pgtask.set_limit) passes while fewer than N of its tasks run.
-    CommonTableExpression<?> limitRoom = limitRoom();
+    CommonTableExpression<?> limitRoom = ClaimLimits.room();
     Condition tenantIdle = c.TENANT_ID.isNull()
         .or(DSL.notExists(DSL.selectOne().from(running)
             .where(running.TENANT_ID.eq(c.TENANT_ID))
             .and(running.BLOCKED.isFalse())
             .and(running.STATE.eq(DSL.inline(TaskState.running)))))
-        .or(c.TENANT_ID.eq(DSL.any(keys(limitRoom, "tenant", "tenant_id", SQLDataType.INTEGER, true))));
-    // a queue or kind whose limit is full is passed over before the LIMIT too, for the same reason
-    Condition notFull = c.QUEUE.ne(DSL.all(keys(limitRoom, "queue", "key", SQLDataType.VARCHAR, false)))
-        .and(c.KIND.ne(DSL.all(keys(limitRoom, "kind", "key", SQLDataType.VARCHAR, false))));
+        .or(c.TENANT_ID.eq(DSL.any(ClaimLimits.keys(limitRoom, "tenant", "tenant_id", SQLDataType.INTEGER, true))));
+    // a queue, kind or tenant whose limit is full or out of rate tokens is passed over before the
+    // LIMIT too, for the same reason
+    Condition notFull = c.QUEUE.ne(DSL.all(ClaimLimits.keys(limitRoom, "queue", "key", SQLDataType.VARCHAR, false)))
+        .and(c.KIND.ne(DSL.all(ClaimLimits.keys(limitRoom, "kind", "key", SQLDataType.VARCHAR, false))))
+        .and(c.TENANT_ID.isNull().or(c.TENANT_ID.ne(DSL.all(
+            ClaimLimits.keys(limitRoom, "tenant", "tenant_id", SQLDataType.INTEGER, false)))));
 
     CommonTableExpression<?> locked = DSL.name("locked").as(
         DSL.select(c.ID, c.TENANT_ID, c.PRIORITY, c.QUEUE, c.KIND)
@@ -166,16 +124,11 @@ final class ClaimStatements {
     Field<String> lKind = locked.field(c.KIND);
     Field<Integer> queueRank = DSL.rowNumber().over(DSL.partitionBy(lQueue).orderBy(locked.field(c.PRIORITY), lId));
     Field<Integer> kindRank = DSL.rowNumber().over(DSL.partitionBy(lKind).orderBy(locked.field(c.PRIORITY), lId));
-    Field<Integer> tenantRoom = roomOf(limitRoom, "tenant", "tenant_id", lTenant, 1);
-    Field<Integer> queueRoom = roomOf(limitRoom, "queue", "key", lQueue, Integer.MAX_VALUE);
-    Field<Integer> kindRoom = roomOf(limitRoom, "kind", "key", lKind, Integer.MAX_VALUE);
+    Field<Integer> tenantRoom = ClaimLimits.roomOf(limitRoom, "tenant", "tenant_id", lTenant, 1);
+    Field<Integer> queueRoom = ClaimLimits.roomOf(limitRoom, "queue", "key", lQueue, Integer.MAX_VALUE);
+    Field<Integer> kindRoom = ClaimLimits.roomOf(limitRoom, "kind", "key", lKind, Integer.MAX_VALUE);
     // under a limit: a limited tenant's task, or one of a limited queue or kind
-    Field<String> roomScope = limitRoom.field("scope", String.class);
-    Field<String> roomKey = limitRoom.field("key", String.class);
-    Field<Boolean> limited = DSL.field(DSL.exists(DSL.selectOne().from(limitRoom)
-        .where(roomScope.eq(DSL.inline("queue")).and(roomKey.eq(lQueue)))
-        .or(roomScope.eq(DSL.inline("kind")).and(roomKey.eq(lKind)))
-        .or(roomScope.eq(DSL.inline("tenant")).and(limitRoom.field("tenant_id", Integer.class).eq(lTenant)))));
+    Field<Boolean> limited = ClaimLimits.limited(limitRoom, lTenant, lQueue, lKind);
     Field<Integer> limitedRank = DSL.rowNumber().over(DSL.partitionBy(limited)
         .orderBy(locked.field(c.PRIORITY), lId));
     var ranked = DSL.select(lId.as("id"), rank.as("rn"), tenantRoom.as("tenant_room"), queueRank.as("rn_q"),
@@ -184,19 +137,25 @@ final class ClaimStatements {
         .from(locked)
         .asTable("ranked");
     Field<Long> rId = ranked.field("id", Long.class);
-    var picked = DSL.select(rId)
+    var picked = DSL.name("picked").as(DSL.select(rId.as("id"))
         .from(ranked)
         .where(ranked.field("rn", Integer.class).le(ranked.field("tenant_room", Integer.class)))
         .and(ranked.field("rn_q", Integer.class).le(ranked.field("queue_room", Integer.class)))
         .and(ranked.field("rn_k", Integer.class).le(ranked.field("kind_room", Integer.class)))
         .and(ranked.field("limited", Boolean.class).isFalse()
             .or(ranked.field("rn_limited", Integer.class).le(DSL.field(DSL.select(DSL.param("capped_room",
-                Integer.class))))));
+                Integer.class)))))));
+    // of those, the ones every rate limit that applies grants a token now
+    CommonTableExpression<?> rated = ClaimLimits.rated(picked, locked);
+    CommonTableExpression<?> granted = ClaimLimits.granted(rated);
+    Field<Long> pickedId = picked.field("id", Long.class);
+    var kept = DSL.select(pickedId).from(picked).where(ClaimLimits.withTokens(pickedId, rated, granted));
     Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
 
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
-    return new ClaimParts(limitRoom, locked, TASK.ID.eq(DSL.any(DSL.array(picked))), lockedCount,
-        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount));
+    return new ClaimParts(List.of(limitRoom, locked, picked, rated, granted), TASK.ID.eq(DSL.any(DSL.array(kept))),
+        lockedCount,
+        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), ClaimLimits.nextTokenMillis(granted));
   }
 
   /**
@@ -282,37 +241,46 @@ final class ClaimStatements {
         .where(p.picked());
   }
 
-  /**
-   * Whether a queue or kind concurrency limit applies to the task ({@code pgtask.flow_limit}): such
-   * a task runs in a transaction even if its kind runs plain, since its slot lives in that
-   * transaction. Without any limit set, one probe of an empty table per claim (an InitPlan).
-   */
-  static Field<Boolean> capped() {
-    var l = FLOW_LIMIT.as("cap");
-    return DSL.when(DSL.field(DSL.select(DSL.field(DSL.exists(DSL.selectOne().from(FLOW_LIMIT))))),
-            DSL.field(DSL.exists(DSL.selectOne().from(l)
-                .where(l.MAX_RUNNING.isNotNull())
-                .and(l.SCOPE.eq(DSL.inline("queue")).and(l.KEY.eq(TASK.QUEUE))
-                    .or(l.SCOPE.eq(DSL.inline("kind")).and(l.KEY.eq(TASK.KIND)))))))
-        .otherwise(DSL.inline(false));
-  }
-
   /** The tenant's name, from the registry's primary key: no extra round trip per new tenant. */
   static Field<String> tenantName() {
     return DSL.field(DSL.select(TENANT.NAME).from(TENANT).where(TENANT.ID.eq(TASK.TENANT_ID)));
   }
 
+  /** The columns of a claimed task, as both claims return them from their UPDATE. */
+  private static List<org.jooq.SelectFieldOrAsterisk> claimedColumns() {
+    return List.of(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, TASK.ATTEMPT,
+        TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as(ClaimRows.TENANT_NAME),
+        TASK.TRACE_PARENT, ClaimLimits.capped().as(ClaimRows.CAPPED), ClaimLimits.charged().as(ClaimRows.CHARGED));
+  }
+
+  /** The claimed task's columns of the {@code claimed} CTE, in the order {@link ClaimRows} reads them by name. */
+  private static List<org.jooq.SelectFieldOrAsterisk> claimedFields(CommonTableExpression<?> claimed) {
+    return List.of(claimed.field(TASK.ID), claimed.field(TASK.KIND), claimed.field(TASK.QUEUE),
+        claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
+        claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
+        claimed.field(ClaimRows.TENANT_NAME, String.class), claimed.field(TASK.TRACE_PARENT),
+        claimed.field(ClaimRows.CAPPED, Boolean.class), claimed.field(ClaimRows.CHARGED, Integer[].class));
+  }
+
   /**
    * The plain claim for {@code queueCount} queues, within {@code bounds}: BEGIN, the bounds,
    * {@link TaskSql#TaskSql.GENERIC_PLAN}, the claim (its rows read with {@link ClaimRows}), COMMIT.
+   * The claim is a data-modifying CTE and its result one row per claimed task, or one row without
+   * a task when it claimed none: the row that says when the next rate token is due either way.
    */
   static PreparedQuery claimQuery(int queueCount, TxBounds bounds) {
     ClaimParts p = claimParts(queueCount);
-    return PreparedQuery.of(claimUpdate(DSL.with(p.limitRoom()).with(p.locked()).update(TASK), p)
-        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID,
-            TASK.ATTEMPT, TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, p.lockedCount().as(ClaimRows.LOCKED_ROWS),
-            tenantName().as(ClaimRows.TENANT_NAME), TASK.TRACE_PARENT, p.spill().as("spilled"),
-            capped().as(ClaimRows.CAPPED)))
+    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p).returningResult(claimedColumns()));
+    var summary = DSL.name("summary").as(DSL.select(p.lockedCount().as(ClaimRows.LOCKED_ROWS),
+        p.spill().as("spilled"), p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS)));
+    List<org.jooq.SelectFieldOrAsterisk> fields = new ArrayList<>(claimedFields(claimed));
+    fields.add(summary.field(ClaimRows.LOCKED_ROWS, Integer.class));
+    fields.add(summary.field("spilled", Integer.class));
+    fields.add(summary.field(ClaimRows.NEXT_TOKEN_MS, Long.class));
+    List<CommonTableExpression<?>> ctes = new ArrayList<>(p.ctes());
+    ctes.add(claimed);
+    ctes.add(summary);
+    return PreparedQuery.of(DSL.with(ctes).select(fields).from(summary).leftJoin(claimed).on(DSL.trueCondition()))
         .precededBy(bounds.setLocalSql() + ";\n" + TaskSql.GENERIC_PLAN).followedBy("COMMIT");
   }
 
@@ -333,10 +301,7 @@ final class ClaimStatements {
    */
   private static PreparedQuery claimAndStartQuery(int queueCount) {
     ClaimParts p = claimParts(queueCount);
-    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p)
-        .returningResult(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, TASK.ATTEMPT,
-            TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as(ClaimRows.TENANT_NAME),
-            TASK.TRACE_PARENT, capped().as(ClaimRows.CAPPED)));
+    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p).returningResult(claimedColumns()));
     Field<String[]> plainKinds = DSL.field(DSL.select(DSL.param("plain_kinds", String[].class)))
         .cast(SQLDataType.VARCHAR.array());
     var headTask = DSL.name("head_task").as(DSL.select(claimed.field(TASK.ID), claimed.field(TASK.ATTEMPT))
@@ -351,18 +316,20 @@ final class ClaimStatements {
     var head = DSL.name("head").as(DSL.select(
         setval(TaskSql.HEAD_ID_SEQUENCE, DSL.coalesce(headId, DSL.inline(0L))).as("head_id_set"),
         setval(TaskSql.HEAD_ATTEMPT_SEQUENCE, DSL.coalesce(headAttempt, DSL.inline(0))).as("head_attempt_set"),
-        headId.as(ClaimRows.HEAD_ID), p.spill().as("spilled")));
-    return PreparedQuery.of(DSL.with(p.limitRoom(), p.locked(), claimed, headTask, head)
-        .select(claimed.field(TASK.ID), claimed.field(TASK.KIND), claimed.field(TASK.QUEUE),
-            claimed.field(TASK.PAYLOAD), claimed.field(TASK.TENANT_ID), claimed.field(TASK.ATTEMPT),
-            claimed.field(TASK.MAX_ATTEMPTS), claimed.field(TASK.RUN_AT), claimed.field(TASK.ATTEMPTED_AT),
-            p.lockedCount().as(ClaimRows.LOCKED_ROWS), claimed.field(ClaimRows.TENANT_NAME, String.class),
-            head.field(ClaimRows.HEAD_ID, Long.class),
-            head.field("head_id_set", Long.class), head.field("head_attempt_set", Long.class),
-            claimed.field(TASK.TRACE_PARENT), head.field("spilled", Integer.class),
-            claimed.field(ClaimRows.CAPPED, Boolean.class))
-        .from(head)
-        .leftJoin(claimed).on(DSL.trueCondition()));
+        headId.as(ClaimRows.HEAD_ID), p.spill().as("spilled"), p.lockedCount().as(ClaimRows.LOCKED_ROWS),
+        p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS)));
+    List<org.jooq.SelectFieldOrAsterisk> fields = new ArrayList<>(claimedFields(claimed));
+    fields.add(head.field(ClaimRows.LOCKED_ROWS, Integer.class));
+    fields.add(head.field(ClaimRows.HEAD_ID, Long.class));
+    fields.add(head.field("head_id_set", Long.class));
+    fields.add(head.field("head_attempt_set", Long.class));
+    fields.add(head.field("spilled", Integer.class));
+    fields.add(head.field(ClaimRows.NEXT_TOKEN_MS, Long.class));
+    List<CommonTableExpression<?>> ctes = new ArrayList<>(p.ctes());
+    ctes.add(claimed);
+    ctes.add(headTask);
+    ctes.add(head);
+    return PreparedQuery.of(DSL.with(ctes).select(fields).from(head).leftJoin(claimed).on(DSL.trueCondition()));
   }
 
   /**

@@ -42,7 +42,7 @@ class HeldChecksTest {
 
   private static ClaimQueries.Claimed claimed(long id, int attempt) {
     return new ClaimQueries.Claimed(id, "held.k", "default", JSONB.valueOf("{}"), 7, "t", attempt, 25,
-        Instant.now(), Instant.now(), null, false);
+        Instant.now(), Instant.now(), null);
   }
 
   @Test

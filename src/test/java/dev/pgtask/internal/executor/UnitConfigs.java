@@ -29,7 +29,7 @@ public final class UnitConfigs {
   }
 
   public static LocalTask task(long id, int attempt) {
-    Claimed c = new Claimed(id, "unit-kind", "default", null, null, null, attempt, 25, Instant.EPOCH, Instant.EPOCH, null, false);
+    Claimed c = new Claimed(id, "unit-kind", "default", null, null, null, attempt, 25, Instant.EPOCH, Instant.EPOCH, null);
     return new LocalTask(c, "unit:1-test", System.nanoTime(), false);
   }
 

@@ -6,6 +6,7 @@ package dev.pgtask.internal.sql.gen;
 
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
 import dev.pgtask.internal.sql.gen.tables.FlowLimit;
+import dev.pgtask.internal.sql.gen.tables.LimitBucket;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
@@ -15,6 +16,7 @@ import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.records.CancelRequestRecord;
 import dev.pgtask.internal.sql.gen.tables.records.FlowLimitRecord;
+import dev.pgtask.internal.sql.gen.tables.records.LimitBucketRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceLeaseRecord;
 import dev.pgtask.internal.sql.gen.tables.records.PausedQueueRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ScheduleRecord;
@@ -23,6 +25,7 @@ import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantRecord;
 import dev.pgtask.internal.sql.gen.tables.records.WorkerRecord;
 
+import org.jooq.ForeignKey;
 import org.jooq.TableField;
 import org.jooq.UniqueKey;
 import org.jooq.impl.DSL;
@@ -43,6 +46,7 @@ public class Keys {
     public static final UniqueKey<CancelRequestRecord> CANCEL_REQUEST_PKEY = Internal.createUniqueKey(CancelRequest.CANCEL_REQUEST, DSL.name("cancel_request_pkey"), new TableField[] { CancelRequest.CANCEL_REQUEST.TASK_ID }, true);
     public static final UniqueKey<FlowLimitRecord> FLOW_LIMIT_PKEY = Internal.createUniqueKey(FlowLimit.FLOW_LIMIT, DSL.name("flow_limit_pkey"), new TableField[] { FlowLimit.FLOW_LIMIT.ID }, true);
     public static final UniqueKey<FlowLimitRecord> LIMIT_SCOPE_KEY = Internal.createUniqueKey(FlowLimit.FLOW_LIMIT, DSL.name("limit_scope_key"), new TableField[] { FlowLimit.FLOW_LIMIT.SCOPE, FlowLimit.FLOW_LIMIT.KEY }, true);
+    public static final UniqueKey<LimitBucketRecord> LIMIT_BUCKET_PKEY = Internal.createUniqueKey(LimitBucket.LIMIT_BUCKET, DSL.name("limit_bucket_pkey"), new TableField[] { LimitBucket.LIMIT_BUCKET.LIMIT_ID }, true);
     public static final UniqueKey<MaintenanceLeaseRecord> MAINTENANCE_LEASE_PKEY = Internal.createUniqueKey(MaintenanceLease.MAINTENANCE_LEASE, DSL.name("maintenance_lease_pkey"), new TableField[] { MaintenanceLease.MAINTENANCE_LEASE.ID }, true);
     public static final UniqueKey<PausedQueueRecord> PAUSED_QUEUE_PKEY = Internal.createUniqueKey(PausedQueue.PAUSED_QUEUE, DSL.name("paused_queue_pkey"), new TableField[] { PausedQueue.PAUSED_QUEUE.QUEUE }, true);
     public static final UniqueKey<ScheduleRecord> SCHEDULE_PKEY = Internal.createUniqueKey(Schedule.SCHEDULE, DSL.name("schedule_pkey"), new TableField[] { Schedule.SCHEDULE.NAME }, true);
@@ -51,4 +55,10 @@ public class Keys {
     public static final UniqueKey<TenantRecord> TENANT_NAME_UNIQUE = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_name_unique"), new TableField[] { Tenant.TENANT.NAME }, true);
     public static final UniqueKey<TenantRecord> TENANT_PKEY = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_pkey"), new TableField[] { Tenant.TENANT.ID }, true);
     public static final UniqueKey<WorkerRecord> WORKER_PKEY = Internal.createUniqueKey(Worker.WORKER, DSL.name("worker_pkey"), new TableField[] { Worker.WORKER.ID }, true);
+
+    // -------------------------------------------------------------------------
+    // FOREIGN KEY definitions
+    // -------------------------------------------------------------------------
+
+    public static final ForeignKey<LimitBucketRecord, FlowLimitRecord> LIMIT_BUCKET__LIMIT_BUCKET_LIMIT_ID_FKEY = Internal.createForeignKey(LimitBucket.LIMIT_BUCKET, DSL.name("limit_bucket_limit_id_fkey"), new TableField[] { LimitBucket.LIMIT_BUCKET.LIMIT_ID }, Keys.FLOW_LIMIT_PKEY, new TableField[] { FlowLimit.FLOW_LIMIT.ID }, true);
 }

@@ -9,6 +9,7 @@ import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.FlowLimit;
 import dev.pgtask.internal.sql.gen.tables.Health;
+import dev.pgtask.internal.sql.gen.tables.LimitBucket;
 import dev.pgtask.internal.sql.gen.tables.Limits;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLeader;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
@@ -20,6 +21,7 @@ import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Schedules;
 import dev.pgtask.internal.sql.gen.tables.Settings;
+import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
@@ -32,6 +34,7 @@ import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.udt.CronSpec;
 
@@ -224,6 +227,11 @@ public class Pgtask extends SchemaImpl {
     public final Health HEALTH = Health.HEALTH;
 
     /**
+     * The table <code>pgtask.limit_bucket</code>.
+     */
+    public final LimitBucket LIMIT_BUCKET = LimitBucket.LIMIT_BUCKET;
+
+    /**
      * The table <code>pgtask.limits</code>.
      */
     public final Limits LIMITS = Limits.LIMITS;
@@ -323,6 +331,65 @@ public class Pgtask extends SchemaImpl {
      * The table <code>pgtask.settings</code>.
      */
     public final Settings SETTINGS = Settings.SETTINGS;
+
+    /**
+     * p_ids integer[], p_wanted integer[], p_refunds integer[] DEFAULT
+     * NULL::integer[], p_now timestamp with time zone DEFAULT NULL::timestamp
+     * with time zone
+     */
+    public final TakeTokens TAKE_TOKENS = TakeTokens.TAKE_TOKENS;
+
+    /**
+     * Call <code>pgtask.take_tokens</code>.
+     */
+    public static Result<TakeTokensRecord> TAKE_TOKENS(
+          Configuration configuration
+        , Integer[] pIds
+        , Integer[] pWanted
+        , Integer[] pRefunds
+        , Instant pNow
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TakeTokens.TAKE_TOKENS.call(
+              pIds
+            , pWanted
+            , pRefunds
+            , pNow
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.take_tokens</code> as a table.
+     */
+    public static TakeTokens TAKE_TOKENS(
+          Integer[] pIds
+        , Integer[] pWanted
+        , Integer[] pRefunds
+        , Instant pNow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TakeTokens.TAKE_TOKENS.call(
+            pIds,
+            pWanted,
+            pRefunds,
+            pNow
+        );
+    }
+
+    /**
+     * Get <code>pgtask.take_tokens</code> as a table.
+     */
+    public static TakeTokens TAKE_TOKENS(
+          Field<Integer[]> pIds
+        , Field<Integer[]> pWanted
+        , Field<Integer[]> pRefunds
+        , Field<Instant> pNow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TakeTokens.TAKE_TOKENS.call(
+            pIds,
+            pWanted,
+            pRefunds,
+            pNow
+        );
+    }
 
     /**
      * The table <code>pgtask.task</code>.
@@ -438,6 +505,7 @@ public class Pgtask extends SchemaImpl {
             EnqueueBatch.ENQUEUE_BATCH,
             FlowLimit.FLOW_LIMIT,
             Health.HEALTH,
+            LimitBucket.LIMIT_BUCKET,
             Limits.LIMITS,
             MaintenanceLeader.MAINTENANCE_LEADER,
             MaintenanceLease.MAINTENANCE_LEASE,
@@ -449,6 +517,7 @@ public class Pgtask extends SchemaImpl {
             Schedule.SCHEDULE,
             Schedules.SCHEDULES,
             Settings.SETTINGS,
+            TakeTokens.TAKE_TOKENS,
             Task.TASK,
             Tasks.TASKS,
             Tenant.TENANT,

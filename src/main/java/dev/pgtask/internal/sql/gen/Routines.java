@@ -49,6 +49,7 @@ import dev.pgtask.internal.sql.gen.routines.SlotOffset;
 import dev.pgtask.internal.sql.gen.routines.TakeSlots;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.TenantSlots;
+import dev.pgtask.internal.sql.gen.routines.TokensNow;
 import dev.pgtask.internal.sql.gen.routines.TrySlot;
 import dev.pgtask.internal.sql.gen.routines.Unschedule;
 import dev.pgtask.internal.sql.gen.routines.UpdateTask;
@@ -58,10 +59,12 @@ import dev.pgtask.internal.sql.gen.routines.WakeDueHeads;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
+import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
 
@@ -1778,6 +1781,62 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.tokens_now</code>
+     */
+    public static Integer tokensNow(
+          Configuration configuration
+        , Instant pTat
+        , BigDecimal pPerSecond
+        , Integer pBurst
+        , Instant pNow
+    ) {
+        TokensNow f = new TokensNow();
+        f.setPTat(pTat);
+        f.setPPerSecond(pPerSecond);
+        f.setPBurst(pBurst);
+        f.setPNow(pNow);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.tokens_now</code> as a field.
+     */
+    public static Field<Integer> tokensNow(
+          Instant pTat
+        , BigDecimal pPerSecond
+        , Integer pBurst
+        , Instant pNow
+    ) {
+        TokensNow f = new TokensNow();
+        f.setPTat(pTat);
+        f.setPPerSecond(pPerSecond);
+        f.setPBurst(pBurst);
+        f.setPNow(pNow);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.tokens_now</code> as a field.
+     */
+    public static Field<Integer> tokensNow(
+          Field<Instant> pTat
+        , Field<BigDecimal> pPerSecond
+        , Field<Integer> pBurst
+        , Field<Instant> pNow
+    ) {
+        TokensNow f = new TokensNow();
+        f.setPTat(pTat);
+        f.setPPerSecond(pPerSecond);
+        f.setPBurst(pBurst);
+        f.setPNow(pNow);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.try_slot</code>
      */
     public static Boolean trySlot(
@@ -2150,6 +2209,58 @@ public class Routines {
             pWorker,
             pLeaseMs,
             pHeartbeat
+        );
+    }
+
+    /**
+     * Call <code>pgtask.take_tokens</code>.
+     */
+    public static Result<TakeTokensRecord> takeTokens(
+          Configuration configuration
+        , Integer[] pIds
+        , Integer[] pWanted
+        , Integer[] pRefunds
+        , Instant pNow
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TakeTokens.TAKE_TOKENS.call(
+              pIds
+            , pWanted
+            , pRefunds
+            , pNow
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.take_tokens</code> as a table.
+     */
+    public static TakeTokens takeTokens(
+          Integer[] pIds
+        , Integer[] pWanted
+        , Integer[] pRefunds
+        , Instant pNow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TakeTokens.TAKE_TOKENS.call(
+            pIds,
+            pWanted,
+            pRefunds,
+            pNow
+        );
+    }
+
+    /**
+     * Get <code>pgtask.take_tokens</code> as a table.
+     */
+    public static TakeTokens takeTokens(
+          Field<Integer[]> pIds
+        , Field<Integer[]> pWanted
+        , Field<Integer[]> pRefunds
+        , Field<Instant> pNow
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TakeTokens.TAKE_TOKENS.call(
+            pIds,
+            pWanted,
+            pRefunds,
+            pNow
         );
     }
 

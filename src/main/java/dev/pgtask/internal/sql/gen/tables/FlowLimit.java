@@ -7,6 +7,7 @@ package dev.pgtask.internal.sql.gen.tables;
 import dev.pgtask.internal.sql.gen.Indexes;
 import dev.pgtask.internal.sql.gen.Keys;
 import dev.pgtask.internal.sql.gen.Pgtask;
+import dev.pgtask.internal.sql.gen.tables.LimitBucket.LimitBucketPath;
 import dev.pgtask.internal.sql.gen.tables.records.FlowLimitRecord;
 
 import java.math.BigDecimal;
@@ -18,11 +19,15 @@ import java.util.List;
 import org.jooq.Check;
 import org.jooq.Condition;
 import org.jooq.Field;
+import org.jooq.ForeignKey;
 import org.jooq.Identity;
 import org.jooq.Index;
+import org.jooq.InverseForeignKey;
 import org.jooq.Name;
+import org.jooq.Path;
 import org.jooq.PlainSQL;
 import org.jooq.QueryPart;
+import org.jooq.Record;
 import org.jooq.SQL;
 import org.jooq.Schema;
 import org.jooq.Select;
@@ -137,6 +142,39 @@ public class FlowLimit extends TableImpl<FlowLimitRecord> {
         this(DSL.name("flow_limit"), null);
     }
 
+    public <O extends Record> FlowLimit(Table<O> path, ForeignKey<O, FlowLimitRecord> childPath, InverseForeignKey<O, FlowLimitRecord> parentPath) {
+        super(path, childPath, parentPath, FLOW_LIMIT);
+    }
+
+    /**
+     * A subtype implementing {@link Path} for simplified path-based joins.
+     */
+    public static class FlowLimitPath extends FlowLimit implements Path<FlowLimitRecord> {
+
+        private static final long serialVersionUID = 1L;
+        public <O extends Record> FlowLimitPath(Table<O> path, ForeignKey<O, FlowLimitRecord> childPath, InverseForeignKey<O, FlowLimitRecord> parentPath) {
+            super(path, childPath, parentPath);
+        }
+        private FlowLimitPath(Name alias, Table<FlowLimitRecord> aliased) {
+            super(alias, aliased);
+        }
+
+        @Override
+        public FlowLimitPath as(String alias) {
+            return new FlowLimitPath(DSL.name(alias), this);
+        }
+
+        @Override
+        public FlowLimitPath as(Name alias) {
+            return new FlowLimitPath(alias, this);
+        }
+
+        @Override
+        public FlowLimitPath as(Table<?> alias) {
+            return new FlowLimitPath(alias.getQualifiedName(), this);
+        }
+    }
+
     @Override
     public Schema getSchema() {
         return aliased() ? null : Pgtask.PGTASK;
@@ -160,6 +198,19 @@ public class FlowLimit extends TableImpl<FlowLimitRecord> {
     @Override
     public List<UniqueKey<FlowLimitRecord>> getUniqueKeys() {
         return Arrays.asList(Keys.LIMIT_SCOPE_KEY);
+    }
+
+    private transient LimitBucketPath _limitBucket;
+
+    /**
+     * Get the implicit to-many join path to the
+     * <code>pgtask.limit_bucket</code> table
+     */
+    public LimitBucketPath limitBucket() {
+        if (_limitBucket == null)
+            _limitBucket = new LimitBucketPath(this, null, Keys.LIMIT_BUCKET__LIMIT_BUCKET_LIMIT_ID_FKEY.getInverseKey());
+
+        return _limitBucket;
     }
 
     @Override
