@@ -124,6 +124,9 @@ class ProducerBoundsTest {
       ServerErrors one = ServerErrors.of(() -> exec(c, "SELECT pgtask.enqueue('bound.default')"));
       assertThat(one.constraint()).as("the bound named for a task without a priority (0) below min_priority 5")
           .isEqualTo("task_priority_bound");
+      ServerErrors nullPriority = ServerErrors.of(() -> exec(c, "SELECT pgtask.enqueue('bound.default', priority => NULL)"));
+      assertThat(nullPriority.constraint()).as("the bound named for a NULL priority (stored as 0)")
+          .isEqualTo("task_priority_bound");
       ServerErrors batch = ServerErrors.of(() -> exec(c,
           "SELECT * FROM pgtask.enqueue_batch(kinds => ARRAY['bound.default'])"));
       assertThat(batch.constraint()).as("the bound named for a batch without priorities").isEqualTo("task_priority_bound");
