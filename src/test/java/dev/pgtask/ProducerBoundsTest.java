@@ -225,6 +225,33 @@ class ProducerBoundsTest {
   }
 
   @Test
+  void aWrapperFunctionOwnedByAnUnboundedRoleEnqueuesWithinTheCallersBounds() throws Exception {
+    String wrapper = "public.enqueue_urgent_" + SUFFIX;
+    try (Connection owner = db.connect()) {
+      exec(owner, "CREATE FUNCTION " + wrapper + "() RETURNS bigint LANGUAGE sql SECURITY DEFINER"
+          + " SET search_path = pg_catalog, pg_temp AS $$ SELECT pgtask.enqueue('bound.wrapper', priority => -5) $$");
+      exec(owner, "ALTER FUNCTION " + wrapper + "() OWNER TO " + FREE);
+      exec(owner, "REVOKE EXECUTE ON FUNCTION " + wrapper + "() FROM PUBLIC");
+      exec(owner, "GRANT USAGE ON SCHEMA public TO " + BOUNDED + ", " + FREE);
+      exec(owner, "GRANT EXECUTE ON FUNCTION " + wrapper + "() TO " + BOUNDED);
+    }
+    try (Connection c = db.connectAs(BOUNDED, PASSWORD)) {
+      ServerErrors e = ServerErrors.of(() -> exec(c, "SELECT " + wrapper + "()"));
+      assertThat(e.constraint()).as("the bound named when a bounded role calls an unbounded role's wrapper")
+          .isEqualTo("task_priority_bound");
+    }
+    try (Connection c = db.connectAs(FREE, PASSWORD)) {
+      assertThat(queryLong(c, "SELECT " + wrapper + "()")).as("id of the wrapper's task for an unbounded caller").isPositive();
+    } finally {
+      try (Connection owner = db.connect()) {
+        exec(owner, "DROP FUNCTION " + wrapper + "()");
+        exec(owner, "REVOKE USAGE ON SCHEMA public FROM " + BOUNDED + ", " + FREE);
+      }
+    }
+    assertThat(stored("bound.wrapper")).as("tasks stored through the wrapper").isEqualTo(1);
+  }
+
+  @Test
   void invalidBoundsAreRefusedByNameAndChangeNothing() throws Exception {
     try (Connection c = db.connect()) {
       String before = bounds(c, BOUNDED);
