@@ -307,6 +307,35 @@ class ProducerBoundsTest {
     assertThat(stored("bound.changing")).as("tasks stored within the bounds of the moment").isEqualTo(2);
   }
 
+  @Test
+  void boundsStayWithARenamedRolesOldNameAndBreakNoEnqueue() throws Exception {
+    String role = "pgtask_test_renamed_" + SUFFIX;
+    TestDatabase.execAdmin("CREATE ROLE " + role + " LOGIN PASSWORD '" + PASSWORD + "'");
+    try (Connection owner = db.connect()) {
+      exec(owner, "SELECT pgtask.grant_producer('" + role + "')");
+      exec(owner, "SELECT pgtask.set_producer_bounds('" + role + "', max_priority => 0)");
+      TestDatabase.execAdmin("ALTER ROLE " + role + " RENAME TO " + role + "_new");
+      assertThat(queryLong(owner, "SELECT count(*) FROM pgtask.producer_bounds WHERE role_name = '" + role
+          + "' AND NOT role_exists")).as("the old name's row, shown as naming no role").isEqualTo(1);
+      try (Connection c = db.connectAs(role + "_new", PASSWORD)) {
+        queryLong(c, "SELECT pgtask.enqueue('bound.renamed', priority => 1)");
+      }
+      try (Connection c = db.connectAs(BOUNDED, PASSWORD)) {
+        assertThat(ServerErrors.of(() -> exec(c, "SELECT pgtask.enqueue('bound.renamed.other', priority => 11)"))
+            .constraint()).as("another role's bound, next to a row naming no role").isEqualTo("task_priority_bound");
+      }
+    } finally {
+      try (Connection owner = db.connect()) {
+        exec(owner, "DELETE FROM pgtask.producer_bound WHERE role_name = '" + role + "'");
+        exec(owner, "REVOKE ALL ON SCHEMA pgtask FROM " + role + "_new");
+        exec(owner, "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgtask FROM " + role + "_new");
+      }
+      TestDatabase.execAdmin("DROP ROLE IF EXISTS " + role + "_new");
+      TestDatabase.execAdmin("DROP ROLE IF EXISTS " + role);
+    }
+    assertThat(stored("bound.renamed")).as("the renamed role's task, no longer bounded").isEqualTo(1);
+  }
+
   private static boolean flag(Connection c) throws Exception {
     try (PreparedStatement ps = c.prepareStatement("SELECT producer_bounds FROM pgtask.settings");
         ResultSet rs = ps.executeQuery()) {
