@@ -7,6 +7,9 @@
 -- The payload limit is read into a variable before validating: with a sub-select among its
 -- arguments the validation function could not be inlined and PostgreSQL planned it afresh on every
 -- call (about half of the function's time). A task without a tenant never calls pgtask.tenant_id.
+-- The same read says whether the owner set any producer bound (settings.producer_bounds,
+-- R__03a_producer_bounds.sql): only then is the caller's bound looked up, so where none is set
+-- the bounds cost nothing.
 CREATE OR REPLACE FUNCTION pgtask.enqueue(
   kind text,
   payload jsonb DEFAULT '{}',
@@ -26,15 +29,23 @@ AS $$
 #variable_conflict use_column
 DECLARE
   v_max_payload integer;
+  v_bounds boolean;
   v_error text;
   v_tenant_id integer;
   v_id bigint;
 BEGIN
-  SELECT s.max_payload_bytes INTO v_max_payload FROM pgtask.settings s;
+  SELECT s.max_payload_bytes, s.producer_bounds INTO v_max_payload, v_bounds
+  FROM pgtask.settings s;
   v_error := pgtask.task_input_error(enqueue.kind, enqueue.payload, enqueue.queue, enqueue.tenant,
     enqueue.max_attempts, enqueue.dedupe_key, v_max_payload);
   IF v_error IS NULL AND NOT isfinite(enqueue.run_at) THEN
     v_error := pgtask.run_at_error(enqueue.run_at);
+  END IF;
+  IF v_error IS NULL AND v_bounds THEN
+    SELECT pgtask.producer_bound_error(b.caller, b.min_priority, b.max_priority, b.past_run_at,
+                                       coalesce(enqueue.priority, 0), enqueue.run_at)
+    INTO v_error
+    FROM pgtask.caller_producer_bound() b;
   END IF;
   IF v_error IS NOT NULL THEN
     PERFORM pgtask.raise_input_error(v_error, NULL);
@@ -100,6 +111,7 @@ AS $$
 DECLARE
   v_n integer := coalesce(cardinality(kinds), 0);
   v_max_payload integer;
+  v_bounds boolean;
   v_bad record;
   v_tenant_ids integer[];
   v_unregistered boolean;
@@ -119,9 +131,11 @@ BEGIN
     RAISE EXCEPTION 'pgtask: enqueue_batch arrays must all have % elements', v_n
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT s.max_payload_bytes INTO v_max_payload FROM pgtask.settings s;
+  SELECT s.max_payload_bytes, s.producer_bounds INTO v_max_payload, v_bounds
+  FROM pgtask.settings s;
 
-  -- 1. validate: the first bad task rejects the batch
+  -- 1. validate: the first bad task rejects the batch; then, when the owner set producer bounds,
+  --    the first task outside the caller's (R__03a_producer_bounds.sql)
   SELECT u.ord, coalesce(pgtask.task_input_error(u.kind, coalesce(u.payload, '{}'), coalesce(u.queue, 'default'),
                                                  u.tenant, coalesce(u.max_attempts, 25), u.dedupe_key, v_max_payload),
                          pgtask.run_at_error(u.run_at)) AS error
@@ -135,6 +149,20 @@ BEGIN
   LIMIT 1;
   IF FOUND THEN
     PERFORM pgtask.raise_input_error(v_bad.error, 'task ' || v_bad.ord || ' of ' || v_n);
+  END IF;
+  IF v_bounds THEN
+    SELECT u.ord, u.error
+    INTO v_bad
+    FROM pgtask.caller_producer_bound() b,
+         LATERAL (SELECT g.ord, pgtask.producer_bound_error(b.caller, b.min_priority, b.max_priority, b.past_run_at,
+                                                            coalesce(priorities[g.ord], 0), run_ats[g.ord]) AS error
+                  FROM generate_series(1, v_n) AS g(ord)) u
+    WHERE u.error IS NOT NULL
+    ORDER BY u.ord
+    LIMIT 1;
+    IF FOUND THEN
+      PERFORM pgtask.raise_input_error(v_bad.error, 'task ' || v_bad.ord || ' of ' || v_n);
+    END IF;
   END IF;
 
   -- 2. register the new tenants in one statement, in name order (concurrent batches never

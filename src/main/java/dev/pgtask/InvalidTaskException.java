@@ -4,7 +4,9 @@ package dev.pgtask;
  * A task was rejected at enqueue because one of its fields is invalid; nothing was stored.
  *
  * <p>{@link #constraint()} names the rule that failed, the same name the database uses (e.g.
- * {@code task_queue_format}, {@code task_payload_size}). The message never contains the payload.
+ * {@code task_queue_format}, {@code task_payload_size}), including the bounds the database's owner
+ * set on the enqueueing role ({@code task_priority_bound}, {@code task_run_at_bound}: see
+ * {@code pgtask.set_producer_bounds}). The message never contains the payload.
  */
 public class InvalidTaskException extends PgTaskException {
 

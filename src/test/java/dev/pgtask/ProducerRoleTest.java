@@ -100,6 +100,11 @@ class ProducerRoleTest {
       "SELECT pgtask.tenant_id('sneaky')",
       "SELECT pgtask.promote_tenants(ARRAY[1], ARRAY['default'])",
       "SELECT pgtask.set_max_payload_bytes(1)",
+      "SELECT pgtask.set_producer_bounds(current_user)",
+      "SELECT * FROM pgtask.producer_bounds",
+      "SELECT * FROM pgtask.producer_bound",
+      "DELETE FROM pgtask.producer_bound",
+      "SELECT * FROM pgtask.caller_producer_bound()",
       "SELECT pgtask.grant_producer('public')",
       "SELECT pgtask.task_input_error('k', '{}', 'q', NULL, 1, NULL, 10)",
       "SELECT pgtask.raise_input_error('a|b', NULL)"})
@@ -121,10 +126,10 @@ class ProducerRoleTest {
   }
 
   /**
-   * The producer role's limits as docs/operations.md states them: within the enqueue functions it
-   * may choose any priority and run_at (no bound set by the owner narrows them), enqueue into a
-   * paused queue, and learn the id of an existing task through its dedupe key; it cannot read the
-   * state of any task, its own included.
+   * The producer role's limits as docs/operations.md states them: within the enqueue functions a
+   * role the owner has not bounded (ProducerBoundsTest) may choose any priority and run_at,
+   * enqueue into a paused queue, and learn the id of an existing task through its dedupe key; it
+   * cannot read the state of any task, its own included.
    */
   @Test
   void aProducerMayJumpTheQueueEnqueueIntoAPausedQueueAndLearnAnIdByDedupeKeyButCannotReadTaskState()

@@ -16,6 +16,8 @@ import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.PausedQueues;
+import dev.pgtask.internal.sql.gen.tables.ProducerBound;
+import dev.pgtask.internal.sql.gen.tables.ProducerBounds;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
@@ -308,6 +310,16 @@ public class Pgtask extends SchemaImpl {
     public final PausedQueues PAUSED_QUEUES = PausedQueues.PAUSED_QUEUES;
 
     /**
+     * The table <code>pgtask.producer_bound</code>.
+     */
+    public final ProducerBound PRODUCER_BOUND = ProducerBound.PRODUCER_BOUND;
+
+    /**
+     * The table <code>pgtask.producer_bounds</code>.
+     */
+    public final ProducerBounds PRODUCER_BOUNDS = ProducerBounds.PRODUCER_BOUNDS;
+
+    /**
      * The table <code>pgtask.queue_summary</code>.
      */
     public final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
@@ -512,6 +524,8 @@ public class Pgtask extends SchemaImpl {
             MaintenanceTurn.MAINTENANCE_TURN,
             PausedQueue.PAUSED_QUEUE,
             PausedQueues.PAUSED_QUEUES,
+            ProducerBound.PRODUCER_BOUND,
+            ProducerBounds.PRODUCER_BOUNDS,
             QueueSummary.QUEUE_SUMMARY,
             Running.RUNNING,
             Schedule.SCHEDULE,

@@ -4,6 +4,7 @@
 package dev.pgtask.internal.sql.gen;
 
 
+import dev.pgtask.internal.sql.gen.routines.CallerProducerBound;
 import dev.pgtask.internal.sql.gen.routines.CancelTask;
 import dev.pgtask.internal.sql.gen.routines.CheckQueueName;
 import dev.pgtask.internal.sql.gen.routines.CheckTimeZone;
@@ -31,6 +32,7 @@ import dev.pgtask.internal.sql.gen.routines.PauseSchedule;
 import dev.pgtask.internal.sql.gen.routines.PayloadLimitError;
 import dev.pgtask.internal.sql.gen.routines.PayloadLimits;
 import dev.pgtask.internal.sql.gen.routines.PayloadLimitsWalkAbove;
+import dev.pgtask.internal.sql.gen.routines.ProducerBoundError;
 import dev.pgtask.internal.sql.gen.routines.PromoteParallel;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
 import dev.pgtask.internal.sql.gen.routines.RaiseScheduleError;
@@ -44,6 +46,7 @@ import dev.pgtask.internal.sql.gen.routines.ScheduleGrace;
 import dev.pgtask.internal.sql.gen.routines.ScheduleNextDueIn;
 import dev.pgtask.internal.sql.gen.routines.SetLimit;
 import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
+import dev.pgtask.internal.sql.gen.routines.SetProducerBounds;
 import dev.pgtask.internal.sql.gen.routines.SlotClass;
 import dev.pgtask.internal.sql.gen.routines.SlotOffset;
 import dev.pgtask.internal.sql.gen.routines.TakeSlots;
@@ -84,6 +87,18 @@ import org.jooq.types.YearToSecond;
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class Routines {
+
+    /**
+     * Call <code>pgtask.caller_producer_bound</code>
+     */
+    public static CallerProducerBound callerProducerBound(
+          Configuration configuration
+    ) {
+        CallerProducerBound p = new CallerProducerBound();
+
+        p.execute(configuration);
+        return p;
+    }
 
     /**
      * Call <code>pgtask.cancel_task</code>
@@ -1072,6 +1087,74 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.producer_bound_error</code>
+     */
+    public static String producerBoundError(
+          Configuration configuration
+        , String pCaller
+        , Integer pMinPriority
+        , Integer pMaxPriority
+        , Boolean pPastRunAt
+        , Integer pPriority
+        , Instant pRunAt
+    ) {
+        ProducerBoundError f = new ProducerBoundError();
+        f.setPCaller(pCaller);
+        f.setPMinPriority(pMinPriority);
+        f.setPMaxPriority(pMaxPriority);
+        f.setPPastRunAt(pPastRunAt);
+        f.setPPriority(pPriority);
+        f.setPRunAt(pRunAt);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.producer_bound_error</code> as a field.
+     */
+    public static Field<String> producerBoundError(
+          String pCaller
+        , Integer pMinPriority
+        , Integer pMaxPriority
+        , Boolean pPastRunAt
+        , Integer pPriority
+        , Instant pRunAt
+    ) {
+        ProducerBoundError f = new ProducerBoundError();
+        f.setPCaller(pCaller);
+        f.setPMinPriority(pMinPriority);
+        f.setPMaxPriority(pMaxPriority);
+        f.setPPastRunAt(pPastRunAt);
+        f.setPPriority(pPriority);
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.producer_bound_error</code> as a field.
+     */
+    public static Field<String> producerBoundError(
+          Field<String> pCaller
+        , Field<Integer> pMinPriority
+        , Field<Integer> pMaxPriority
+        , Field<Boolean> pPastRunAt
+        , Field<Integer> pPriority
+        , Field<Instant> pRunAt
+    ) {
+        ProducerBoundError f = new ProducerBoundError();
+        f.setPCaller(pCaller);
+        f.setPMinPriority(pMinPriority);
+        f.setPMaxPriority(pMaxPriority);
+        f.setPPastRunAt(pPastRunAt);
+        f.setPPriority(pPriority);
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.promote_parallel</code>
      */
     public static Integer promoteParallel(
@@ -1562,6 +1645,25 @@ public class Routines {
     ) {
         SetMaxPayloadBytes p = new SetMaxPayloadBytes();
         p.setBytes(bytes);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.set_producer_bounds</code>
+     */
+    public static void setProducerBounds(
+          Configuration configuration
+        , String roleName
+        , Integer minPriority
+        , Integer maxPriority
+        , Boolean pastRunAt
+    ) {
+        SetProducerBounds p = new SetProducerBounds();
+        p.setRoleName(roleName);
+        p.setMinPriority(minPriority);
+        p.setMaxPriority(maxPriority);
+        p.setPastRunAt(pastRunAt);
 
         p.execute(configuration);
     }

@@ -16,6 +16,8 @@ import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.PausedQueues;
+import dev.pgtask.internal.sql.gen.tables.ProducerBound;
+import dev.pgtask.internal.sql.gen.tables.ProducerBounds;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
@@ -291,6 +293,16 @@ public class Tables {
      * The table <code>pgtask.paused_queues</code>.
      */
     public static final PausedQueues PAUSED_QUEUES = PausedQueues.PAUSED_QUEUES;
+
+    /**
+     * The table <code>pgtask.producer_bound</code>.
+     */
+    public static final ProducerBound PRODUCER_BOUND = ProducerBound.PRODUCER_BOUND;
+
+    /**
+     * The table <code>pgtask.producer_bounds</code>.
+     */
+    public static final ProducerBounds PRODUCER_BOUNDS = ProducerBounds.PRODUCER_BOUNDS;
 
     /**
      * The table <code>pgtask.queue_summary</code>.

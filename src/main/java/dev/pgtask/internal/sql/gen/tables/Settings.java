@@ -74,6 +74,11 @@ public class Settings extends TableImpl<SettingsRecord> {
      */
     public final TableField<SettingsRecord, Instant> VACUUM_TURN_AT = createField(DSL.name("vacuum_turn_at"), SQLDataType.INSTANT.nullable(false).defaultValue(DSL.field(DSL.raw("'-infinity'::timestamp with time zone"), SQLDataType.INSTANT)), this, "");
 
+    /**
+     * The column <code>pgtask.settings.producer_bounds</code>.
+     */
+    public final TableField<SettingsRecord, Boolean> PRODUCER_BOUNDS = createField(DSL.name("producer_bounds"), SQLDataType.BOOLEAN.nullable(false).defaultValue(DSL.field(DSL.raw("false"), SQLDataType.BOOLEAN)), this, "");
+
     private Settings(Name alias, Table<SettingsRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

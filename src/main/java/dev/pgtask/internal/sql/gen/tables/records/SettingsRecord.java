@@ -80,6 +80,21 @@ public class SettingsRecord extends UpdatableRecordImpl<SettingsRecord> {
         return (Instant) get(3);
     }
 
+    /**
+     * Setter for <code>pgtask.settings.producer_bounds</code>.
+     */
+    public SettingsRecord setProducerBounds(Boolean value) {
+        set(4, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.settings.producer_bounds</code>.
+     */
+    public Boolean getProducerBounds() {
+        return (Boolean) get(4);
+    }
+
     // -------------------------------------------------------------------------
     // Primary key information
     // -------------------------------------------------------------------------
@@ -103,13 +118,14 @@ public class SettingsRecord extends UpdatableRecordImpl<SettingsRecord> {
     /**
      * Create a detached, initialised SettingsRecord
      */
-    public SettingsRecord(Boolean singleton, Integer maxPayloadBytes, Integer lockNamespace, Instant vacuumTurnAt) {
+    public SettingsRecord(Boolean singleton, Integer maxPayloadBytes, Integer lockNamespace, Instant vacuumTurnAt, Boolean producerBounds) {
         super(Settings.SETTINGS);
 
         setSingleton(singleton);
         setMaxPayloadBytes(maxPayloadBytes);
         setLockNamespace(lockNamespace);
         setVacuumTurnAt(vacuumTurnAt);
+        setProducerBounds(producerBounds);
         resetChangedOnNotNull();
     }
 }
