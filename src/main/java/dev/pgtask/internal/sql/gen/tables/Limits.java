@@ -7,7 +7,6 @@ package dev.pgtask.internal.sql.gen.tables;
 import dev.pgtask.internal.sql.gen.Pgtask;
 import dev.pgtask.internal.sql.gen.tables.records.LimitsRecord;
 
-import java.math.BigDecimal;
 import java.time.Instant;
 import java.util.Collection;
 
@@ -73,21 +72,6 @@ public class Limits extends TableImpl<LimitsRecord> {
      * The column <code>pgtask.limits.slots_held</code>.
      */
     public final TableField<LimitsRecord, Long> SLOTS_HELD = createField(DSL.name("slots_held"), SQLDataType.BIGINT, this, "");
-
-    /**
-     * The column <code>pgtask.limits.per_second</code>.
-     */
-    public final TableField<LimitsRecord, BigDecimal> PER_SECOND = createField(DSL.name("per_second"), SQLDataType.NUMERIC, this, "");
-
-    /**
-     * The column <code>pgtask.limits.burst</code>.
-     */
-    public final TableField<LimitsRecord, Integer> BURST = createField(DSL.name("burst"), SQLDataType.INTEGER, this, "");
-
-    /**
-     * The column <code>pgtask.limits.weight</code>.
-     */
-    public final TableField<LimitsRecord, BigDecimal> WEIGHT = createField(DSL.name("weight"), SQLDataType.NUMERIC, this, "");
 
     /**
      * The column <code>pgtask.limits.waiting</code>.

@@ -79,11 +79,6 @@ public class TenantLocks extends TableImpl<TenantLocksRecord> {
      */
     public final TableField<TenantLocksRecord, Integer[]> WAITING_PIDS = createField(DSL.name("waiting_pids"), SQLDataType.INTEGER.array(), this, "");
 
-    /**
-     * The column <code>pgtask.tenant_locks.slot</code>.
-     */
-    public final TableField<TenantLocksRecord, Integer> SLOT = createField(DSL.name("slot"), SQLDataType.INTEGER, this, "");
-
     private TenantLocks(Name alias, Table<TenantLocksRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

@@ -6,7 +6,6 @@ package dev.pgtask.internal.sql.gen.tables.records;
 
 import dev.pgtask.internal.sql.gen.tables.Limits;
 
-import java.math.BigDecimal;
 import java.time.Instant;
 
 import org.jooq.impl.TableRecordImpl;
@@ -96,55 +95,10 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
     }
 
     /**
-     * Setter for <code>pgtask.limits.per_second</code>.
-     */
-    public LimitsRecord setPerSecond(BigDecimal value) {
-        set(5, value);
-        return this;
-    }
-
-    /**
-     * Getter for <code>pgtask.limits.per_second</code>.
-     */
-    public BigDecimal getPerSecond() {
-        return (BigDecimal) get(5);
-    }
-
-    /**
-     * Setter for <code>pgtask.limits.burst</code>.
-     */
-    public LimitsRecord setBurst(Integer value) {
-        set(6, value);
-        return this;
-    }
-
-    /**
-     * Getter for <code>pgtask.limits.burst</code>.
-     */
-    public Integer getBurst() {
-        return (Integer) get(6);
-    }
-
-    /**
-     * Setter for <code>pgtask.limits.weight</code>.
-     */
-    public LimitsRecord setWeight(BigDecimal value) {
-        set(7, value);
-        return this;
-    }
-
-    /**
-     * Getter for <code>pgtask.limits.weight</code>.
-     */
-    public BigDecimal getWeight() {
-        return (BigDecimal) get(7);
-    }
-
-    /**
      * Setter for <code>pgtask.limits.waiting</code>.
      */
     public LimitsRecord setWaiting(Long value) {
-        set(8, value);
+        set(5, value);
         return this;
     }
 
@@ -152,14 +106,14 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
      * Getter for <code>pgtask.limits.waiting</code>.
      */
     public Long getWaiting() {
-        return (Long) get(8);
+        return (Long) get(5);
     }
 
     /**
      * Setter for <code>pgtask.limits.oldest_waiting_since</code>.
      */
     public LimitsRecord setOldestWaitingSince(Instant value) {
-        set(9, value);
+        set(6, value);
         return this;
     }
 
@@ -167,14 +121,14 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
      * Getter for <code>pgtask.limits.oldest_waiting_since</code>.
      */
     public Instant getOldestWaitingSince() {
-        return (Instant) get(9);
+        return (Instant) get(6);
     }
 
     /**
      * Setter for <code>pgtask.limits.stuck</code>.
      */
     public LimitsRecord setStuck(Long value) {
-        set(10, value);
+        set(7, value);
         return this;
     }
 
@@ -182,14 +136,14 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
      * Getter for <code>pgtask.limits.stuck</code>.
      */
     public Long getStuck() {
-        return (Long) get(10);
+        return (Long) get(7);
     }
 
     /**
      * Setter for <code>pgtask.limits.updated_at</code>.
      */
     public LimitsRecord setUpdatedAt(Instant value) {
-        set(11, value);
+        set(8, value);
         return this;
     }
 
@@ -197,14 +151,14 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
      * Getter for <code>pgtask.limits.updated_at</code>.
      */
     public Instant getUpdatedAt() {
-        return (Instant) get(11);
+        return (Instant) get(8);
     }
 
     /**
      * Setter for <code>pgtask.limits.updated_by</code>.
      */
     public LimitsRecord setUpdatedBy(String value) {
-        set(12, value);
+        set(9, value);
         return this;
     }
 
@@ -212,7 +166,7 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
      * Getter for <code>pgtask.limits.updated_by</code>.
      */
     public String getUpdatedBy() {
-        return (String) get(12);
+        return (String) get(9);
     }
 
     // -------------------------------------------------------------------------
@@ -229,7 +183,7 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
     /**
      * Create a detached, initialised LimitsRecord
      */
-    public LimitsRecord(String scope, String key, Integer maxRunning, Long running, Long slotsHeld, BigDecimal perSecond, Integer burst, BigDecimal weight, Long waiting, Instant oldestWaitingSince, Long stuck, Instant updatedAt, String updatedBy) {
+    public LimitsRecord(String scope, String key, Integer maxRunning, Long running, Long slotsHeld, Long waiting, Instant oldestWaitingSince, Long stuck, Instant updatedAt, String updatedBy) {
         super(Limits.LIMITS);
 
         setScope(scope);
@@ -237,9 +191,6 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
         setMaxRunning(maxRunning);
         setRunning(running);
         setSlotsHeld(slotsHeld);
-        setPerSecond(perSecond);
-        setBurst(burst);
-        setWeight(weight);
         setWaiting(waiting);
         setOldestWaitingSince(oldestWaitingSince);
         setStuck(stuck);

@@ -110,21 +110,6 @@ public class TenantLocksRecord extends TableRecordImpl<TenantLocksRecord> {
         return (Integer[]) get(5);
     }
 
-    /**
-     * Setter for <code>pgtask.tenant_locks.slot</code>.
-     */
-    public TenantLocksRecord setSlot(Integer value) {
-        set(6, value);
-        return this;
-    }
-
-    /**
-     * Getter for <code>pgtask.tenant_locks.slot</code>.
-     */
-    public Integer getSlot() {
-        return (Integer) get(6);
-    }
-
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -139,7 +124,7 @@ public class TenantLocksRecord extends TableRecordImpl<TenantLocksRecord> {
     /**
      * Create a detached, initialised TenantLocksRecord
      */
-    public TenantLocksRecord(String tenant, Integer holderPid, String applicationName, Instant xactStart, YearToSecond heldFor, Integer[] waitingPids, Integer slot) {
+    public TenantLocksRecord(String tenant, Integer holderPid, String applicationName, Instant xactStart, YearToSecond heldFor, Integer[] waitingPids) {
         super(TenantLocks.TENANT_LOCKS);
 
         setTenant(tenant);
@@ -148,7 +133,6 @@ public class TenantLocksRecord extends TableRecordImpl<TenantLocksRecord> {
         setXactStart(xactStart);
         setHeldFor(heldFor);
         setWaitingPids(waitingPids);
-        setSlot(slot);
         resetChangedOnNotNull();
     }
 }
