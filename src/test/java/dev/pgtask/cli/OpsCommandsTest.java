@@ -207,6 +207,38 @@ class OpsCommandsTest {
   }
 
   @Test
+  void limitSetListsAndClearsALimitAndARefusedLimitExitsTwoStoringNothing() throws Exception {
+    try {
+      CliRun set = cli("limit", "set", "--scope", "kind", "--key", "report.render", "--max-running", "2");
+      assertThat(set.exitCode()).as("stderr: %s", set.err()).isEqualTo(ExitCodes.OK);
+      assertThat(set.out()).isEqualTo("kind report.render: at most 2 running at once\n");
+      assertThat(JSON.readTree(cli("limit", "set", "--scope", "kind", "--key", "report.render", "--max-running", "3",
+          "--json").out()).get("result").asText()).isEqualTo("changed");
+
+      CliRun refused = cli("limit", "set", "--scope", "kind", "--key", "report.render", "--max-running", "0");
+      assertThat(refused.exitCode()).as("a refused limit").isEqualTo(ExitCodes.USAGE);
+      assertThat(refused.errLines()).singleElement().asString()
+          .isEqualTo("pgtask limit set: invalid limit: max_running must be between 1 and 1024, not 0");
+      assertThat(sql.count("SELECT max_running FROM pgtask.flow_limit WHERE key = 'report.render'"))
+          .as("the refused limit stored nothing: the previous one stands").isEqualTo(3);
+
+      CliRun limits = cli("limits");
+      assertThat(limits.exitCode()).as("stderr: %s", limits.err()).isEqualTo(ExitCodes.OK);
+      assertThat(limits.out()).containsPattern("SCOPE +KEY +MAX_RUNNING +RUNNING +SLOTS_HELD +WAITING")
+          .containsPattern("\\Rkind +report\\.render +3 +0 +0 +0 +0\\R");
+      assertThat(JSON.readTree(cli("limits", "--json").out()).get(0).get("max_running").asInt()).isEqualTo(3);
+
+      assertThat(cli("limit", "clear", "--scope", "kind", "--key", "report.render").out())
+          .isEqualTo("kind report.render: limit removed\n");
+      assertThat(cli("limit", "clear", "--scope", "kind", "--key", "report.render").out())
+          .isEqualTo("kind report.render had no limit\n");
+      assertThat(cli("limits").out()).startsWith("no limits");
+    } finally {
+      sql.exec("SELECT pgtask.clear_limit('kind', 'report.render')");
+    }
+  }
+
+  @Test
   void aMissingTaskExitsFour() {
     for (String op : List.of("cancel", "retry", "delete")) {
       CliRun run = cli(op, "987654321");
