@@ -159,6 +159,24 @@ SELECT h.queue, h.kind, h.reason,
 FROM pgtask.unrunnable_heads() h
 GROUP BY h.queue, h.kind, h.reason;
 
+-- The limits (pgtask.limits) that need a person, counted: limits_over, those whose slots held
+-- exceed max_running (a bug, or an application taking advisory locks in pgtask's reserved classids
+-- lock_namespace .. lock_namespace + 2047), and limits_stuck, those with running tasks whose lease
+-- ran out (a dead worker's tasks, which the claim counts as running until the rescue pass takes
+-- them back). PL/pgSQL on purpose: pgtask.limits is defined after this file
+-- (db/R__05d_limits.sql), and a PL/pgSQL body is resolved when called, not when created.
+-- Private (pgtask.health is its public face).
+CREATE OR REPLACE FUNCTION pgtask.limit_alarms() RETURNS TABLE (limits_over bigint, limits_stuck bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RETURN QUERY
+    SELECT count(*) FILTER (WHERE l.slots_held > l.max_running), count(*) FILTER (WHERE l.stuck > 0)
+    FROM pgtask.limits l;
+END
+$$;
+
 -- What threatens the task table: the oldest open transaction of this database (it holds back
 -- vacuum of every table here; a transaction of another database of the server does not, and is
 -- not shown: an operator must not cancel it by mistake),
@@ -166,7 +184,8 @@ GROUP BY h.queue, h.kind, h.reason;
 -- what no live worker can run (pgtask.unrunnable, summed): due tasks in queues no live worker
 -- serves, due tasks whose kind no live worker of their queue handles, and the tenants with tasks
 -- waiting behind such a head; and, apart from those, the due tasks of paused queues (paused_tasks:
--- held back on purpose, so not counted as unserved, and their tenants not as stuck).
+-- held back on purpose, so not counted as unserved, and their tenants not as stuck). And the limits
+-- that need a person (pgtask.limit_alarms): limits_over, limits_stuck.
 CREATE OR REPLACE VIEW pgtask.health AS
 SELECT o.pid AS oldest_xact_pid,
        o.application_name AS oldest_xact_application,
@@ -180,7 +199,9 @@ SELECT o.pid AS oldest_xact_pid,
        u.unserved_tasks,
        u.unhandled_tasks,
        u.tenants_stuck,
-       u.paused_tasks
+       u.paused_tasks,
+       la.limits_over,
+       la.limits_stuck
 FROM (SELECT 1) one
 LEFT JOIN pg_stat_user_tables s ON s.relid = 'pgtask.task'::regclass
 LEFT JOIN LATERAL (
@@ -197,4 +218,5 @@ CROSS JOIN LATERAL (
          (SELECT count(DISTINCT h.tenant_id) FROM pgtask.unrunnable_heads() h
           WHERE h.waiting > 0 AND h.reason <> 'paused_queue') AS tenants_stuck,
          coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'paused_queue'), 0)::bigint AS paused_tasks
-  FROM pgtask.unrunnable x) u;
+  FROM pgtask.unrunnable x) u
+CROSS JOIN LATERAL pgtask.limit_alarms() la;

@@ -298,15 +298,16 @@ $$;
 
 -- Each tenant's load over the last p_window (the view pgtask.tenant_load: 15 minutes, rates over at
 -- least p_min_span, 1 minute; shorter times are for scaled-down tests and experiments). A tenant's
--- tasks run one at a time, so it can finish at most 60 / mean_run_s tasks a minute whatever the
--- number of workers; utilisation = arrivals per minute x mean run time (in minutes): at or above 1
--- its backlog can only grow.
+-- tasks run N at a time (N: its slots, pgtask.tenant_slots: its limit's max_running, 1 without
+-- one), so it can finish at most N x 60 / mean_run_s tasks a minute whatever the number of workers;
+-- utilisation = arrivals per minute x mean run time (in minutes) / N, the share of its N slots'
+-- time its arrivals need: at or above 1 its backlog can only grow.
 --   arrivals_per_min       tasks enqueued (created_at) in the window, per minute
 --   completions_per_min    tasks completed (finished_at) in the window, per minute
 --   mean_run_s, p95_run_s  run time of the tasks that finished in the window (claim to finish of
 --                          their last attempt), and of those running now whose time so far is
 --                          longer than the finished ones' mean
---   utilisation            arrivals_per_min * mean_run_s / 60
+--   utilisation            arrivals_per_min * mean_run_s / 60 / N (N as its limit says now)
 --   backlog                unfinished tasks not running and due now (waiting ones included)
 --   backlog_trend_per_min  (arrivals - tasks finished in any state) per minute: how fast the
 --                          tenant's unfinished tasks grow (positive) or shrink
@@ -364,7 +365,7 @@ AS $$
          round(p.completions / p.minutes, 2),
          round(p.mean_run_s::numeric, 3),
          round(p.p95_run_s::numeric, 3),
-         round((p.arrivals / p.minutes * p.mean_run_s / 60.0)::numeric, 2),
+         round((p.arrivals / p.minutes * p.mean_run_s / 60.0 / pgtask.tenant_slots(p.tenant_id))::numeric, 2),
          p.backlog,
          round((p.arrivals - p.finishes) / p.minutes, 2),
          round(p.minutes::numeric, 2)

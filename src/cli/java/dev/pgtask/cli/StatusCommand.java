@@ -1,6 +1,7 @@
 package dev.pgtask.cli;
 
 import dev.pgtask.ops.Health;
+import dev.pgtask.ops.LimitStatus;
 import dev.pgtask.ops.MaintenanceLeader;
 import dev.pgtask.ops.PausedQueueStatus;
 import dev.pgtask.ops.PgTaskOperations;
@@ -15,14 +16,16 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code pgtask status}: every queue's counts and lag ({@code pgtask.queue_summary}), {@code pgtask.health},
- * the maintenance leader ({@code pgtask.maintenance_leader}), paused queues and the busiest tenants.
+ * the maintenance leader ({@code pgtask.maintenance_leader}), paused queues, the limits that hold tasks
+ * back ({@code pgtask.limits}: full, or with waiting tasks) and the busiest tenants.
  */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Queues (counts by state, tasks waiting for their tenant, lag) and what threatens the task table.")
 public final class StatusCommand extends ReadCommand {
 
   @Option(names = "--json", description = "Print JSON: {\"queues\": [...], \"health\": {...}, \"unrunnable\": [...],"
-      + " \"paused_queues\": [...], \"tenant_load\": [...]}.")
+      + " \"paused_queues\": [...], \"limits\": [...] (the limits that are full or have waiting tasks),"
+      + " \"tenant_load\": [...]}.")
   boolean json;
 
   /** The busiest tenants shown (pgtask.tenant_load). */
@@ -38,6 +41,7 @@ public final class StatusCommand extends ReadCommand {
     Health health = db.read(PgTaskOperations::health);
     List<Unrunnable> unrunnable = db.read(PgTaskOperations::unrunnable);
     List<PausedQueueStatus> paused = db.read(PgTaskOperations::pausedQueues);
+    List<LimitStatus> limits = busy(db.read(PgTaskOperations::limits));
     List<TenantLoad> load = db.read(ops -> ops.tenantLoad(TENANT_LOAD_ROWS));
     MaintenanceLeader leader = db.read(ops -> ops.maintenanceLeader().orElse(null));
     if (json) {
@@ -51,6 +55,8 @@ public final class StatusCommand extends ReadCommand {
         Formats.write(g, unrunnable);
         g.writeFieldName("paused_queues");
         Formats.write(g, paused);
+        g.writeFieldName("limits");
+        Formats.write(g, limits);
         g.writeFieldName("tenant_load");
         Formats.write(g, load);
         if (leader != null) {
@@ -94,6 +100,18 @@ public final class StatusCommand extends ReadCommand {
       out.println("not runnable by any live worker (pgtask.unrunnable)");
       out.print(u.render());
     }
+    if (!limits.isEmpty()) {
+      // the limits holding tasks back now; every limit: pgtask limits
+      TextTable l = new TextTable("SCOPE", "KEY", "MAX_RUNNING", "RUNNING", "SLOTS_HELD", "WAITING",
+          "OLDEST_WAITING_SINCE", "STUCK");
+      for (LimitStatus r : limits) {
+        l.row(r.scope(), r.key(), r.maxRunning(), r.running(), r.slotsHeld(), r.waiting(),
+            Formats.text(r.oldestWaitingSince()), r.stuck());
+      }
+      out.println();
+      out.println("limits that are full or have waiting tasks (pgtask.limits; all of them: pgtask limits)");
+      out.print(l.render());
+    }
     if (!load.isEmpty()) {
       TextTable l = new TextTable("TENANT", "ARRIVALS/MIN", "COMPLETIONS/MIN", "MEAN_RUN_S", "P95_RUN_S", "UTILISATION",
           "BACKLOG", "TREND/MIN");
@@ -123,12 +141,26 @@ public final class StatusCommand extends ReadCommand {
     String unrunnable = unserved + unhandled + stuck == 0 ? ""
         : "  not runnable        " + unserved + " due in queues no live worker serves, " + unhandled
             + " due of kinds no live worker of their queue handles, " + stuck + " tenant(s) waiting behind them\n";
+    String limits = h.limitsOver() + h.limitsStuck() == 0 ? ""
+        : "  limits              " + h.limitsOver() + " over max_running (slots held above it: see pgtask.limits), "
+            + h.limitsStuck() + " with running tasks past their lease (a dead worker's, until the rescue pass)\n";
     return "health\n"
         + "  oldest transaction  " + oldest + "\n"
         + "  task table          " + table + "\n"
         + "  last vacuum         " + vacuum + "\n"
         + "  notification queue  " + notify + "\n"
-        + unrunnable;
+        + unrunnable
+        + limits;
+  }
+
+  /**
+   * The limits that hold tasks back now: full (running at or above max_running) or with waiting
+   * tasks. A limit without max_running (a rate) is never full.
+   */
+  static List<LimitStatus> busy(List<LimitStatus> limits) {
+    return limits.stream()
+        .filter(l -> (l.maxRunning() > 0 && l.running() >= l.maxRunning()) || l.waiting() > 0)
+        .toList();
   }
 
   /** The holder of a live maintenance lease, its term and last renewal; or that none holds one. */

@@ -24,8 +24,13 @@ import java.time.Instant;
  * @param unhandledTasks due tasks of kinds that no live worker of their queue handles
  * @param tenantsStuck tenants whose tasks wait behind such an unrunnable head
  * @param pausedTasks due tasks of paused queues (held back on purpose, so not counted above)
+ * @param limitsOver limits ({@code pgtask.limits}) whose slots held exceed their max_running: a bug,
+ *     or an application taking advisory locks in pgtask's reserved classids (lock_namespace ..
+ *     lock_namespace + 2047); 0 when all is well
+ * @param limitsStuck limits with running tasks whose lease ran out: a dead worker's tasks, which the
+ *     claim counts as running (taking the limit's room) until the rescue pass takes them back
  */
 public record Health(Integer oldestXactPid, String oldestXactApplication, Duration oldestXactAge,
     Long taskLiveTuples, Long taskDeadTuples, Instant taskLastAutovacuum, Instant taskLastVacuum,
     long taskTableBytes, double notificationQueueUsage, long unservedTasks, long unhandledTasks,
-    long tenantsStuck, long pausedTasks) {}
+    long tenantsStuck, long pausedTasks, long limitsOver, long limitsStuck) {}

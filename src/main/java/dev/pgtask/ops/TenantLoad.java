@@ -10,8 +10,9 @@ import java.math.BigDecimal;
  * @param completionsPerMin tasks completed per minute
  * @param meanRunS mean run time of its completed tasks, in seconds, or null
  * @param p95RunS 95th percentile of that run time, in seconds, or null
- * @param utilisation arrivals times mean run time per minute: at 1 or more the backlog can only grow
- *     (a tenant runs one task at a time), or null
+ * @param utilisation arrivals times mean run time per minute, divided by the tenant's slots N (its
+ *     limit's max_running, 1 without one: a tenant runs N tasks at a time): at 1 or more the backlog
+ *     can only grow, or null
  * @param backlog its tasks waiting to run
  * @param backlogTrendPerMin how fast the backlog grows (positive) or shrinks, per minute
  * @param rateWindowMin the window the rates are measured over, in minutes

@@ -35,6 +35,10 @@ import javax.sql.DataSource;
  *       queues, without a worker) has waited, from {@code pgtask.queue_summary};</li>
  *   <li>{@code unservedTasks}, {@code unhandledTasks}, {@code tenantsStuck} and {@code unrunnable}
  *       (queue, kind, reason, tasks) from {@code pgtask.health} and {@code pgtask.unrunnable};</li>
+ *   <li>{@code limitsOver} and {@code limitsStuck} from {@code pgtask.health}: limits holding more
+ *       slots than their max_running (never pgtask's doing: an application's advisory locks in
+ *       pgtask's reserved range), and limits counting a dead worker's tasks until the rescue pass
+ *       (both warned about);</li>
  *   <li>{@code notificationQueueUsage}: {@code pg_notification_queue_usage()}, 0..1;</li>
  *   <li>{@code warnings}: the list above, in words.</li>
  * </ul>
@@ -123,6 +127,17 @@ final class PgTaskHealthCheck {
     }
     if (unhandled > 0) {
       warnings.add(unhandled + " due task(s) of kinds that no live worker of their queue handles");
+    }
+
+    details.put("limitsOver", h.limitsOver());
+    details.put("limitsStuck", h.limitsStuck());
+    if (h.limitsOver() > 0) {
+      warnings.add(h.limitsOver() + " limit(s) hold more slots than their max_running: some session takes advisory"
+          + " locks in pgtask's reserved range (see pgtask.limits and pg_locks)");
+    }
+    if (h.limitsStuck() > 0) {
+      warnings.add(h.limitsStuck() + " limit(s) count running tasks whose lease ran out (a dead worker's) until the"
+          + " rescue pass takes them back");
     }
 
     double usage = h.notificationQueueUsage();

@@ -58,6 +58,8 @@ class OpsCommandsStartupIT {
         }).build().start();
     try {
       try (var c = db.connect(); var st = c.createStatement()) {
+        // a limit that is full, with a task waiting: status reads and shows pgtask.limits too
+        st.execute("SELECT pgtask.set_limit('tenant', 'acme', max_running => 1)");
         st.execute("SELECT pgtask.enqueue('test.hold', '{}', 'default', 'acme')");
         st.execute("SELECT pgtask.enqueue('test.hold', '{}', 'default', 'acme')");
       }
@@ -89,7 +91,8 @@ class OpsCommandsStartupIT {
           .containsExactlyElementsOf(commands.stream().map(c -> "exit 0").toList());
       // what they showed: the running task, its tenant lock, the worker
       assertThat(stdout).contains("startup-worker").contains("acme").contains("\"holds_tenant_lock\" : true")
-          .contains("\"waiting_pids\" : [");
+          .contains("\"waiting_pids\" : [")
+          .contains("limits that are full or have waiting tasks").contains("\"limits\" : [ {");
 
       List<String> loaded = new ArrayList<>();
       Matcher m = Pattern.compile("\\] (\\S+) source: ").matcher(Files.readString(classLog, StandardCharsets.UTF_8));

@@ -167,6 +167,78 @@ class OpsCommandsTest {
   }
 
   @Test
+  void statusListsTheLimitsThatAreFullOrHaveWaitingTasksAndItsJsonHasThem() throws Exception {
+    sql.exec("SELECT pgtask.set_limit('kind', 'capped.kind', max_running => 1)");  // full: 1 of 1 running
+    sql.exec("SELECT pgtask.set_limit('queue', 'capq', max_running => 5)");        // 1 task waiting
+    sql.exec("SELECT pgtask.set_limit('kind', 'idle.kind', max_running => 3)");    // neither: not shown
+    try {
+      long running = enqueue("--kind", "capped.kind", "--queue", "elsewhere");
+      sql.exec("UPDATE pgtask.task SET state = 'running', owner = 'gone-worker', attempt = 1, attempted_at = now(),"
+          + " lease_until = now() + interval '10 minutes' WHERE id = " + running);
+      enqueue("--kind", "k", "--queue", "capq");
+
+      CliRun status = cli("status");
+      assertThat(status.exitCode()).as("stderr: %s", status.err()).isEqualTo(ExitCodes.OK);
+      assertThat(status.out()).contains("limits that are full or have waiting tasks (pgtask.limits; all of them: pgtask limits)")
+          .containsPattern("SCOPE +KEY +MAX_RUNNING +RUNNING +SLOTS_HELD +WAITING +OLDEST_WAITING_SINCE +STUCK")
+          .containsPattern("\\Rkind +capped\\.kind +1 +1 +0 +0 +0\\R")
+          .containsPattern("\\Rqueue +capq +5 +0 +0 +1 +\\S+ +0\\R")
+          .doesNotContain("idle.kind")
+          .as("no health line for limits while none is over or stuck").doesNotContain("  limits    ");
+      JsonNode limits = JSON.readTree(cli("status", "--json").out()).get("limits");
+      assertThat(limits).as("status --json limits").hasSize(2);
+      assertThat(limits.get(0).get("scope").asText() + " " + limits.get(0).get("key").asText() + " "
+          + limits.get(0).get("running").asInt() + "/" + limits.get(0).get("max_running").asInt())
+          .isEqualTo("kind capped.kind 1/1");
+      assertThat(limits.get(1).get("key").asText() + " waiting " + limits.get(1).get("waiting").asInt())
+          .isEqualTo("capq waiting 1");
+
+      // the running task's worker is gone: its lease runs out, and health says so
+      sql.exec("UPDATE pgtask.task SET lease_until = now() - interval '1 minute' WHERE id = " + running);
+      assertThat(cli("status").out()).contains("  limits              0 over max_running (slots held above it: see "
+          + "pgtask.limits), 1 with running tasks past their lease (a dead worker's, until the rescue pass)");
+      assertThat(JSON.readTree(cli("status", "--json").out()).get("health").get("limits_stuck").asInt()).isEqualTo(1);
+    } finally {
+      for (String l : List.of("'kind', 'capped.kind'", "'queue', 'capq'", "'kind', 'idle.kind'")) {
+        sql.exec("SELECT pgtask.clear_limit(" + l + ")");
+      }
+    }
+    assertThat(cli("status").out()).as("without limits, no limits block").doesNotContain("limits that are full");
+  }
+
+  @Test
+  void limitSetListsAndClearsALimitAndARefusedLimitExitsTwoStoringNothing() throws Exception {
+    try {
+      CliRun set = cli("limit", "set", "--scope", "kind", "--key", "report.render", "--max-running", "2");
+      assertThat(set.exitCode()).as("stderr: %s", set.err()).isEqualTo(ExitCodes.OK);
+      assertThat(set.out()).isEqualTo("kind report.render: at most 2 running at once\n");
+      assertThat(JSON.readTree(cli("limit", "set", "--scope", "kind", "--key", "report.render", "--max-running", "3",
+          "--json").out()).get("result").asText()).isEqualTo("changed");
+
+      CliRun refused = cli("limit", "set", "--scope", "kind", "--key", "report.render", "--max-running", "0");
+      assertThat(refused.exitCode()).as("a refused limit").isEqualTo(ExitCodes.USAGE);
+      assertThat(refused.errLines()).singleElement().asString()
+          .isEqualTo("pgtask limit set: invalid limit: max_running must be between 1 and 1024, not 0");
+      assertThat(sql.count("SELECT max_running FROM pgtask.flow_limit WHERE key = 'report.render'"))
+          .as("the refused limit stored nothing: the previous one stands").isEqualTo(3);
+
+      CliRun limits = cli("limits");
+      assertThat(limits.exitCode()).as("stderr: %s", limits.err()).isEqualTo(ExitCodes.OK);
+      assertThat(limits.out()).containsPattern("SCOPE +KEY +MAX_RUNNING +RUNNING +SLOTS_HELD +WAITING")
+          .containsPattern("\\Rkind +report\\.render +3 +0 +0 +0 +0\\R");
+      assertThat(JSON.readTree(cli("limits", "--json").out()).get(0).get("max_running").asInt()).isEqualTo(3);
+
+      assertThat(cli("limit", "clear", "--scope", "kind", "--key", "report.render").out())
+          .isEqualTo("kind report.render: limit removed\n");
+      assertThat(cli("limit", "clear", "--scope", "kind", "--key", "report.render").out())
+          .isEqualTo("kind report.render had no limit\n");
+      assertThat(cli("limits").out()).startsWith("no limits");
+    } finally {
+      sql.exec("SELECT pgtask.clear_limit('kind', 'report.render')");
+    }
+  }
+
+  @Test
   void aMissingTaskExitsFour() {
     for (String op : List.of("cancel", "retry", "delete")) {
       CliRun run = cli(op, "987654321");

@@ -122,6 +122,61 @@ class ObservabilityViewsTest {
     }
   }
 
+  @Test
+  void healthCountsALimitWhoseSlotsHeldExceedItsMaxRunningAsOverAndNoneOtherwise() throws Exception {
+    queue.sql().exec("SELECT pgtask.set_limit('kind', 'health.over', max_running => 1)");
+    try (Connection holder = queue.database().connect(); Statement st = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      // one slot held: what the limit admits, not over
+      st.execute("SELECT pg_advisory_xact_lock(pgtask.slot_class(s.lock_namespace, 1024), l.id) "
+          + "FROM pgtask.settings s, pgtask.flow_limit l WHERE l.key = 'health.over'");
+      assertThat(queue.sql().text("SELECT slots_held || ' ' || max_running FROM pgtask.limits WHERE key = 'health.over'"))
+          .isEqualTo("1 1");
+      assertThat(queue.sql().count("SELECT limits_over FROM pgtask.health")).as("a full limit is not over").isZero();
+
+      // a second lock in the limit's range (as an application taking locks in pgtask's classids would)
+      st.execute("SELECT pg_advisory_xact_lock(pgtask.slot_class(s.lock_namespace, 1025), l.id) "
+          + "FROM pgtask.settings s, pgtask.flow_limit l WHERE l.key = 'health.over'");
+      assertThat(queue.sql().count("SELECT limits_over FROM pgtask.health"))
+          .as("a limit with 2 slots held and max_running 1 is over").isEqualTo(1);
+      assertThat(ops().health().limitsOver()).as("the Health record carries it").isEqualTo(1);
+      holder.rollback();
+      assertThat(queue.sql().count("SELECT limits_over FROM pgtask.health")).as("after the locks went").isZero();
+    } finally {
+      queue.sql().exec("SELECT pgtask.clear_limit('kind', 'health.over')");
+    }
+  }
+
+  @Test
+  void healthCountsALimitWithARunningTaskWhoseLeaseRanOutAsStuckAndNoneWhileTheLeaseHolds() throws Exception {
+    queue.sql().exec("SELECT pgtask.set_limit('queue', 'limithealth', max_running => 2)");
+    PgTask pgtask = PgTask.create(queue.pool());
+    long id = pgtask.enqueue(NewTask.of("test.gone", null, TaskOptions.defaults().withQueue("limithealth")));
+    try {
+      // running under a live lease: counted, not stuck
+      queue.sql().exec("UPDATE pgtask.task SET state = 'running', owner = 'gone-worker', attempt = 1, "
+          + "attempted_at = now(), lease_until = now() + interval '10 minutes' WHERE id = " + id);
+      assertThat(queue.sql().text("SELECT running || ' ' || stuck FROM pgtask.limits WHERE key = 'limithealth'"))
+          .isEqualTo("1 0");
+      assertThat(queue.sql().count("SELECT limits_stuck FROM pgtask.health")).as("while the lease holds").isZero();
+
+      // its worker died: the lease ran out and the rescue pass has not taken it back yet
+      queue.sql().exec("UPDATE pgtask.task SET lease_until = now() - interval '1 minute' WHERE id = " + id);
+      assertThat(queue.sql().count("SELECT limits_stuck FROM pgtask.health"))
+          .as("a limit with a running task past its lease is stuck").isEqualTo(1);
+      assertThat(ops().health().limitsStuck()).as("the Health record carries it").isEqualTo(1);
+      assertThat(queue.sql().count("SELECT limits_over FROM pgtask.health")).as("stuck is not over").isZero();
+    } finally {
+      queue.sql().exec("DELETE FROM pgtask.task WHERE id = " + id);
+      queue.sql().exec("SELECT pgtask.clear_limit('queue', 'limithealth')");
+    }
+    assertThat(queue.sql().count("SELECT limits_stuck FROM pgtask.health")).as("after the task went").isZero();
+  }
+
+  private static PgTaskOperations ops() {
+    return PgTaskOperations.create(queue.pool());
+  }
+
   private static long pid(Statement st) throws Exception {
     try (ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
       rs.next();

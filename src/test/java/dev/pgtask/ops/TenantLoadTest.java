@@ -142,4 +142,30 @@ class TenantLoadTest {
         .containsPattern("TREND/MIN\\R+acme +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +1\\.[0-9]{2} +60 ");
     queue.sql().exec("DELETE FROM pgtask.task");
   }
+
+  @Test
+  void utilisationIsTheShareOfTheTenantsNSlotsItsArrivalsNeed() throws Exception {
+    queue.sql().exec("DELETE FROM pgtask.task");
+    try (InputStream in = TenantLoadTest.class.getResourceAsStream("/dev/pgtask/capacity-example.sql")) {
+      queue.sql().exec(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+    }
+    try {
+      assertThat(of(load("pgtask.tenant_load"), "acme").utilisation()).as("acme with one slot").isEqualTo(1.67);
+      // docs/capacity.md, "N slots": the same arrivals and run times over three slots
+      queue.sql().exec("SELECT pgtask.set_limit('tenant', 'acme', max_running => 3)");
+      List<Load> rows = load("pgtask.tenant_load");
+      Load acme = of(rows, "acme");
+      assertThat(acme.utilisation()).as("acme with max_running 3: 5 x 20 / 60 / 3").isEqualTo(0.56);
+      assertThat(acme.arrivals()).as("the rates do not change, only the capacity").isEqualTo(5.0);
+      assertThat(acme.meanRun()).isEqualTo(20.0);
+      assertThat(of(rows, "globex").utilisation()).as("a tenant without a limit: one slot").isCloseTo(0.13, within(0.01));
+      assertThat(rows).extracting(Load::tenant).as("busiest first, by the utilisation of their slots")
+          .containsExactly("initech", "acme", "globex");
+      queue.sql().exec("SELECT pgtask.clear_limit('tenant', 'acme')");
+      assertThat(of(load("pgtask.tenant_load"), "acme").utilisation()).as("acme without a limit again").isEqualTo(1.67);
+    } finally {
+      queue.sql().exec("SELECT pgtask.clear_limit('tenant', 'acme')");
+      queue.sql().exec("DELETE FROM pgtask.task");
+    }
+  }
 }

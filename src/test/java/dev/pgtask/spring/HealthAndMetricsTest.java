@@ -10,6 +10,8 @@ import dev.pgtask.TaskContext;
 import dev.pgtask.TaskKind;
 import dev.pgtask.testsupport.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -87,6 +89,26 @@ class HealthAndMetricsTest {
         .anySatisfy(u -> assertThat(u).containsEntry("kind", "spring.nobody").containsEntry("reason", "unhandled_kind"));
     assertThat((List<String>) h.details().get("warnings")).anySatisfy(s -> assertThat(s).contains("no live worker"));
     assertThat((double) h.details().get("notificationQueueUsage")).isBetween(0.0, 1.0);
+  }
+
+  @Test
+  void theIndicatorWarnsOfALimitHoldingMoreSlotsThanItsMaxRunning() throws Exception {
+    try (Connection c = db.connect(); Statement st = c.createStatement()) {
+      st.execute("SELECT pgtask.set_limit('kind', 'spring.over', max_running => 1)");
+      assertThat(pgtaskHealth().details()).containsEntry("limitsOver", 0L).containsKey("limitsStuck");
+      c.setAutoCommit(false);
+      // two locks in the kind's slot range, as an application misusing pgtask's classids would take
+      st.execute("SELECT pg_advisory_xact_lock(pgtask.slot_class(s.lock_namespace, 1024 + i), l.id) "
+          + "FROM pgtask.settings s, pgtask.flow_limit l, generate_series(0, 1) i WHERE l.key = 'spring.over'");
+      LineHealth h = pgtaskHealth();
+      assertThat(h.status()).isEqualTo("UP");
+      assertThat(h.details()).containsEntry("limitsOver", 1L);
+      assertThat((List<String>) h.details().get("warnings"))
+          .anySatisfy(s -> assertThat(s).startsWith("1 limit(s) hold more slots than their max_running"));
+      c.rollback();
+      c.setAutoCommit(true);
+      st.execute("SELECT pgtask.clear_limit('kind', 'spring.over')");
+    }
   }
 
   @Test

@@ -73,7 +73,8 @@ public final class OperatorViews {
         rs.getString("oldest_xact_application"), duration(rs, "oldest_xact_age"), longOrNull(rs, "task_live_tuples"),
         longOrNull(rs, "task_dead_tuples"), instant(rs, "task_last_autovacuum"), instant(rs, "task_last_vacuum"),
         rs.getLong("task_table_bytes"), rs.getDouble("notification_queue_usage"), rs.getLong("unserved_tasks"),
-        rs.getLong("unhandled_tasks"), rs.getLong("tenants_stuck"), rs.getLong("paused_tasks")));
+        rs.getLong("unhandled_tasks"), rs.getLong("tenants_stuck"), rs.getLong("paused_tasks"),
+        rs.getLong("limits_over"), rs.getLong("limits_stuck")));
     if (rows.size() != 1) {
       throw new SQLException("pgtask.health returned " + rows.size() + " rows, not one");
     }

@@ -114,6 +114,16 @@ public class Health extends TableImpl<HealthRecord> {
      */
     public final TableField<HealthRecord, Long> PAUSED_TASKS = createField(DSL.name("paused_tasks"), SQLDataType.BIGINT, this, "");
 
+    /**
+     * The column <code>pgtask.health.limits_over</code>.
+     */
+    public final TableField<HealthRecord, Long> LIMITS_OVER = createField(DSL.name("limits_over"), SQLDataType.BIGINT, this, "");
+
+    /**
+     * The column <code>pgtask.health.limits_stuck</code>.
+     */
+    public final TableField<HealthRecord, Long> LIMITS_STUCK = createField(DSL.name("limits_stuck"), SQLDataType.BIGINT, this, "");
+
     private Health(Name alias, Table<HealthRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

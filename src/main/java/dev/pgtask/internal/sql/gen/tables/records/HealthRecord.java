@@ -215,6 +215,36 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
         return (Long) get(12);
     }
 
+    /**
+     * Setter for <code>pgtask.health.limits_over</code>.
+     */
+    public HealthRecord setLimitsOver(Long value) {
+        set(13, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.health.limits_over</code>.
+     */
+    public Long getLimitsOver() {
+        return (Long) get(13);
+    }
+
+    /**
+     * Setter for <code>pgtask.health.limits_stuck</code>.
+     */
+    public HealthRecord setLimitsStuck(Long value) {
+        set(14, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.health.limits_stuck</code>.
+     */
+    public Long getLimitsStuck() {
+        return (Long) get(14);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -229,7 +259,7 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
     /**
      * Create a detached, initialised HealthRecord
      */
-    public HealthRecord(Integer oldestXactPid, String oldestXactApplication, YearToSecond oldestXactAge, Long taskLiveTuples, Long taskDeadTuples, Instant taskLastAutovacuum, Instant taskLastVacuum, Long taskTableBytes, Double notificationQueueUsage, Long unservedTasks, Long unhandledTasks, Long tenantsStuck, Long pausedTasks) {
+    public HealthRecord(Integer oldestXactPid, String oldestXactApplication, YearToSecond oldestXactAge, Long taskLiveTuples, Long taskDeadTuples, Instant taskLastAutovacuum, Instant taskLastVacuum, Long taskTableBytes, Double notificationQueueUsage, Long unservedTasks, Long unhandledTasks, Long tenantsStuck, Long pausedTasks, Long limitsOver, Long limitsStuck) {
         super(Health.HEALTH);
 
         setOldestXactPid(oldestXactPid);
@@ -245,6 +275,8 @@ public class HealthRecord extends TableRecordImpl<HealthRecord> {
         setUnhandledTasks(unhandledTasks);
         setTenantsStuck(tenantsStuck);
         setPausedTasks(pausedTasks);
+        setLimitsOver(limitsOver);
+        setLimitsStuck(limitsStuck);
         resetChangedOnNotNull();
     }
 }
