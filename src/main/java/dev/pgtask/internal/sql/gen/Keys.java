@@ -10,6 +10,7 @@ import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
+import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.records.CancelRequestRecord;
@@ -17,10 +18,12 @@ import dev.pgtask.internal.sql.gen.tables.records.MaintenanceLeaseRecord;
 import dev.pgtask.internal.sql.gen.tables.records.PausedQueueRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ScheduleRecord;
 import dev.pgtask.internal.sql.gen.tables.records.SettingsRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TaskAttemptRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantRecord;
 import dev.pgtask.internal.sql.gen.tables.records.WorkerRecord;
 
+import org.jooq.ForeignKey;
 import org.jooq.TableField;
 import org.jooq.UniqueKey;
 import org.jooq.impl.DSL;
@@ -44,7 +47,14 @@ public class Keys {
     public static final UniqueKey<ScheduleRecord> SCHEDULE_PKEY = Internal.createUniqueKey(Schedule.SCHEDULE, DSL.name("schedule_pkey"), new TableField[] { Schedule.SCHEDULE.NAME }, true);
     public static final UniqueKey<SettingsRecord> SETTINGS_PKEY = Internal.createUniqueKey(Settings.SETTINGS, DSL.name("settings_pkey"), new TableField[] { Settings.SETTINGS.SINGLETON }, true);
     public static final UniqueKey<TaskRecord> TASK_PKEY = Internal.createUniqueKey(Task.TASK, DSL.name("task_pkey"), new TableField[] { Task.TASK.ID }, true);
+    public static final UniqueKey<TaskAttemptRecord> TASK_ATTEMPT_PKEY = Internal.createUniqueKey(TaskAttempt.TASK_ATTEMPT, DSL.name("task_attempt_pkey"), new TableField[] { TaskAttempt.TASK_ATTEMPT.TASK_ID, TaskAttempt.TASK_ATTEMPT.ATTEMPT }, true);
     public static final UniqueKey<TenantRecord> TENANT_NAME_UNIQUE = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_name_unique"), new TableField[] { Tenant.TENANT.NAME }, true);
     public static final UniqueKey<TenantRecord> TENANT_PKEY = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_pkey"), new TableField[] { Tenant.TENANT.ID }, true);
     public static final UniqueKey<WorkerRecord> WORKER_PKEY = Internal.createUniqueKey(Worker.WORKER, DSL.name("worker_pkey"), new TableField[] { Worker.WORKER.ID }, true);
+
+    // -------------------------------------------------------------------------
+    // FOREIGN KEY definitions
+    // -------------------------------------------------------------------------
+
+    public static final ForeignKey<TaskAttemptRecord, TaskRecord> TASK_ATTEMPT__TASK_ATTEMPT_TASK_FKEY = Internal.createForeignKey(TaskAttempt.TASK_ATTEMPT, DSL.name("task_attempt_task_fkey"), new TableField[] { TaskAttempt.TASK_ATTEMPT.TASK_ID }, Keys.TASK_PKEY, new TableField[] { Task.TASK.ID }, true);
 }

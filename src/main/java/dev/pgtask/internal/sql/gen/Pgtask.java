@@ -19,6 +19,7 @@ import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Schedules;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
+import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLoad;
@@ -318,6 +319,11 @@ public class Pgtask extends SchemaImpl {
     public final Task TASK = Task.TASK;
 
     /**
+     * The table <code>pgtask.task_attempt</code>.
+     */
+    public final TaskAttempt TASK_ATTEMPT = TaskAttempt.TASK_ATTEMPT;
+
+    /**
      * The table <code>pgtask.tasks</code>.
      */
     public final Tasks TASKS = Tasks.TASKS;
@@ -436,6 +442,7 @@ public class Pgtask extends SchemaImpl {
             Schedules.SCHEDULES,
             Settings.SETTINGS,
             Task.TASK,
+            TaskAttempt.TASK_ATTEMPT,
             Tasks.TASKS,
             Tenant.TENANT,
             TenantLoad.TENANT_LOAD,

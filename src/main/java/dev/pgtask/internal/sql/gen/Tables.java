@@ -19,6 +19,7 @@ import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Schedules;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
+import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLoad;
@@ -301,6 +302,11 @@ public class Tables {
      * The table <code>pgtask.task</code>.
      */
     public static final Task TASK = Task.TASK;
+
+    /**
+     * The table <code>pgtask.task_attempt</code>.
+     */
+    public static final TaskAttempt TASK_ATTEMPT = TaskAttempt.TASK_ATTEMPT;
 
     /**
      * The table <code>pgtask.tasks</code>.
