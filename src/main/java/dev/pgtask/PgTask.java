@@ -271,6 +271,19 @@ public final class PgTask {
   }
 
   /**
+   * Reads one task: its state, payload, recorded attempts with their full errors (stack trace and
+   * causes) and why it is or is not running ({@code pgtask.task_detail}); empty when there is no
+   * such task. A bounded read-only transaction, as every read of {@link #operations()}.
+   *
+   * <pre>{@code
+   * pgtask.find(taskId).ifPresent(t -> t.attempts().forEach(a -> log.info("{}: {}", a.attempt(), a.errorDetail())));
+   * }</pre>
+   */
+  public java.util.Optional<dev.pgtask.ops.TaskDetail> find(long taskId) {
+    return operations().find(taskId);
+  }
+
+  /**
    * The operator reads of the public views (queue summary, health, running tasks, tenant locks,
    * workers, what no live worker can run, ...) over this client's data source.
    */

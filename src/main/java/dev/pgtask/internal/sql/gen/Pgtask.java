@@ -20,6 +20,7 @@ import dev.pgtask.internal.sql.gen.tables.Schedules;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
+import dev.pgtask.internal.sql.gen.tables.TaskAttempts;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLoad;
@@ -324,6 +325,11 @@ public class Pgtask extends SchemaImpl {
     public final TaskAttempt TASK_ATTEMPT = TaskAttempt.TASK_ATTEMPT;
 
     /**
+     * The table <code>pgtask.task_attempts</code>.
+     */
+    public final TaskAttempts TASK_ATTEMPTS = TaskAttempts.TASK_ATTEMPTS;
+
+    /**
      * The table <code>pgtask.tasks</code>.
      */
     public final Tasks TASKS = Tasks.TASKS;
@@ -443,6 +449,7 @@ public class Pgtask extends SchemaImpl {
             Settings.SETTINGS,
             Task.TASK,
             TaskAttempt.TASK_ATTEMPT,
+            TaskAttempts.TASK_ATTEMPTS,
             Tasks.TASKS,
             Tenant.TENANT,
             TenantLoad.TENANT_LOAD,

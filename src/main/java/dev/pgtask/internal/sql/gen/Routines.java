@@ -38,6 +38,7 @@ import dev.pgtask.internal.sql.gen.routines.Schedule;
 import dev.pgtask.internal.sql.gen.routines.ScheduleGrace;
 import dev.pgtask.internal.sql.gen.routines.ScheduleNextDueIn;
 import dev.pgtask.internal.sql.gen.routines.SetMaxPayloadBytes;
+import dev.pgtask.internal.sql.gen.routines.TaskDetail;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.Unschedule;
 import dev.pgtask.internal.sql.gen.routines.UpdateTask;
@@ -1207,6 +1208,44 @@ public class Routines {
         p.setBytes(bytes);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.task_detail</code>
+     */
+    public static JSONB taskDetail(
+          Configuration configuration
+        , Long taskId
+    ) {
+        TaskDetail f = new TaskDetail();
+        f.setTaskId(taskId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.task_detail</code> as a field.
+     */
+    public static Field<JSONB> taskDetail(
+          Long taskId
+    ) {
+        TaskDetail f = new TaskDetail();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.task_detail</code> as a field.
+     */
+    public static Field<JSONB> taskDetail(
+          Field<Long> taskId
+    ) {
+        TaskDetail f = new TaskDetail();
+        f.setTaskId(taskId);
+
+        return f.asField();
     }
 
     /**

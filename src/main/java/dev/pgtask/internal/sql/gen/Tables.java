@@ -20,6 +20,7 @@ import dev.pgtask.internal.sql.gen.tables.Schedules;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
+import dev.pgtask.internal.sql.gen.tables.TaskAttempts;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLoad;
@@ -307,6 +308,11 @@ public class Tables {
      * The table <code>pgtask.task_attempt</code>.
      */
     public static final TaskAttempt TASK_ATTEMPT = TaskAttempt.TASK_ATTEMPT;
+
+    /**
+     * The table <code>pgtask.task_attempts</code>.
+     */
+    public static final TaskAttempts TASK_ATTEMPTS = TaskAttempts.TASK_ATTEMPTS;
 
     /**
      * The table <code>pgtask.tasks</code>.
