@@ -6,6 +6,7 @@ package dev.pgtask.internal.sql.gen;
 
 import dev.pgtask.internal.sql.gen.routines.CancelTask;
 import dev.pgtask.internal.sql.gen.routines.CheckQueueName;
+import dev.pgtask.internal.sql.gen.routines.CheckTaskFilter;
 import dev.pgtask.internal.sql.gen.routines.CheckTimeZone;
 import dev.pgtask.internal.sql.gen.routines.CronField;
 import dev.pgtask.internal.sql.gen.routines.CronLatest;
@@ -45,13 +46,21 @@ import dev.pgtask.internal.sql.gen.routines.UpdateTask;
 import dev.pgtask.internal.sql.gen.routines.Utf16Length;
 import dev.pgtask.internal.sql.gen.routines.Utf16MayExceed;
 import dev.pgtask.internal.sql.gen.routines.WakeDueHeads;
+import dev.pgtask.internal.sql.gen.tables.CancelTasks;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
+import dev.pgtask.internal.sql.gen.tables.DeleteTasks;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.FilterTasks;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
+import dev.pgtask.internal.sql.gen.tables.RetryTasks;
 import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
+import dev.pgtask.internal.sql.gen.tables.records.CancelTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
+import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
 
@@ -120,6 +129,31 @@ public class Routines {
         CheckQueueName p = new CheckQueueName();
         p.setPQueue(pQueue);
         p.setPAction(pAction);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.check_task_filter</code>
+     */
+    public static void checkTaskFilter(
+          Configuration configuration
+        , String pAction
+        , String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+    ) {
+        CheckTaskFilter p = new CheckTaskFilter();
+        p.setPAction(pAction);
+        p.setPKind(pKind);
+        p.setPQueue(pQueue);
+        p.setPState(pState);
+        p.setPTenant(pTenant);
+        p.setPErrorLike(pErrorLike);
+        p.setPSince(pSince);
 
         p.execute(configuration);
     }
@@ -1439,6 +1473,76 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.cancel_tasks</code>.
+     */
+    public static Result<CancelTasksRecord> cancelTasks(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.cancel_tasks</code> as a table.
+     */
+    public static CancelTasks cancelTasks(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.cancel_tasks</code> as a table.
+     */
+    public static CancelTasks cancelTasks(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
      * Call <code>pgtask.cron_fire_times</code>.
      */
     public static Result<CronFireTimesRecord> cronFireTimes(
@@ -1487,6 +1591,76 @@ public class Routines {
             timeZone,
             after,
             count
+        );
+    }
+
+    /**
+     * Call <code>pgtask.delete_tasks</code>.
+     */
+    public static Result<DeleteTasksRecord> deleteTasks(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.delete_tasks</code> as a table.
+     */
+    public static DeleteTasks deleteTasks(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.delete_tasks</code> as a table.
+     */
+    public static DeleteTasks deleteTasks(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
         );
     }
 
@@ -1567,6 +1741,70 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.filter_tasks</code>.
+     */
+    public static Result<FilterTasksRecord> filterTasks(
+          Configuration configuration
+        , String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+              pKind
+            , pQueue
+            , pState
+            , pTenant
+            , pErrorLike
+            , pSince
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.filter_tasks</code> as a table.
+     */
+    public static FilterTasks filterTasks(
+          String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince
+        );
+    }
+
+    /**
+     * Get <code>pgtask.filter_tasks</code> as a table.
+     */
+    public static FilterTasks filterTasks(
+          Field<String> pKind
+        , Field<String> pQueue
+        , Field<String> pState
+        , Field<String> pTenant
+        , Field<String> pErrorLike
+        , Field<YearToSecond> pSince
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince
+        );
+    }
+
+    /**
      * Call <code>pgtask.maintenance_turn</code>.
      */
     public static Result<MaintenanceTurnRecord> maintenanceTurn(
@@ -1609,6 +1847,76 @@ public class Routines {
             pWorker,
             pLeaseMs,
             pHeartbeat
+        );
+    }
+
+    /**
+     * Call <code>pgtask.retry_tasks</code>.
+     */
+    public static Result<RetryTasksRecord> retryTasks(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.retry_tasks</code> as a table.
+     */
+    public static RetryTasks retryTasks(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.retry_tasks</code> as a table.
+     */
+    public static RetryTasks retryTasks(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
         );
     }
 
