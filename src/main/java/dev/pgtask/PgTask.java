@@ -43,6 +43,7 @@ public final class PgTask {
   private final ObjectMapper objectMapper;
   private final Enqueuer enqueuer;
   private final TaskOperations tasks;
+  private final BulkOperations bulk;
   private final ScheduleOperations schedules;
   private final QueueControl queues;
 
@@ -53,6 +54,7 @@ public final class PgTask {
     Payloads payloads = new Payloads(objectMapper);
     this.enqueuer = new Enqueuer(dataSource, dsl, payloads, b.metrics, b.tracing, b.currentTransaction);
     this.tasks = new TaskOperations(dsl, payloads);
+    this.bulk = new BulkOperations(dataSource);
     this.schedules = new ScheduleOperations(dsl, payloads);
     this.queues = new QueueControl(dataSource, dsl);
   }
@@ -188,6 +190,56 @@ public final class PgTask {
    */
   public void update(long taskId, TaskUpdate change) {
     tasks.update(taskId, change);
+  }
+
+  // ---- every task a filter matches ----
+
+  /**
+   * Retries every task {@code filter} matches that {@link #retry} would retry (retryable, discarded
+   * or cancelled), in one statement ({@code pgtask.retry_tasks}): available now, with at least one
+   * attempt left. Tasks in other states, and tasks another transaction holds at that moment, are
+   * skipped and counted, never waited for.
+   *
+   * @throws IllegalArgumentException {@code filter} sets no filter
+   */
+  public BulkResult retryTasks(TaskFilter filter) {
+    return bulk.retry(filter, false);
+  }
+
+  /** What {@link #retryTasks(TaskFilter)} would change, per state, with {@code dryRun}; nothing is changed then. */
+  public BulkResult retryTasks(TaskFilter filter, boolean dryRun) {
+    return bulk.retry(filter, dryRun);
+  }
+
+  /**
+   * Cancels every task {@code filter} matches, as {@link #cancel} does, in one statement
+   * ({@code pgtask.cancel_tasks}): queued ones at once; a running one is asked to stop (its worker
+   * interrupts and rolls it back), never changed under its worker. Finished tasks are skipped.
+   *
+   * @throws IllegalArgumentException {@code filter} sets no filter
+   */
+  public BulkResult cancelTasks(TaskFilter filter) {
+    return bulk.cancel(filter, false);
+  }
+
+  /** What {@link #cancelTasks(TaskFilter)} would change, per state, with {@code dryRun}; nothing is changed then. */
+  public BulkResult cancelTasks(TaskFilter filter, boolean dryRun) {
+    return bulk.cancel(filter, dryRun);
+  }
+
+  /**
+   * Deletes every task {@code filter} matches that is not running, as {@link #delete} does, in one
+   * statement ({@code pgtask.delete_tasks}), with its attempt history. Running tasks are skipped.
+   *
+   * @throws IllegalArgumentException {@code filter} sets no filter
+   */
+  public BulkResult deleteTasks(TaskFilter filter) {
+    return bulk.delete(filter, false);
+  }
+
+  /** What {@link #deleteTasks(TaskFilter)} would change, per state, with {@code dryRun}; nothing is changed then. */
+  public BulkResult deleteTasks(TaskFilter filter, boolean dryRun) {
+    return bulk.delete(filter, dryRun);
   }
 
   // ---- schedules ----
