@@ -83,7 +83,13 @@ BEGIN
   WHERE id = cancel_task.task_id;
   IF v_task.state = 'running' THEN
     -- running without a row lock: a plain-mode handler (or a task claimed and not yet started);
-    -- its worker is told, so that it interrupts the handler (fenced out, it records nothing)
+    -- its worker is told, so that it interrupts the handler (fenced out, it records nothing), and
+    -- the attempt that ends here is recorded in the attempt history (db/V7__attempt_history.sql)
+    INSERT INTO pgtask.task_attempt AS a (task_id, attempt, worker, started_at, finished_at, outcome, error)
+    VALUES (v_task.id, v_task.attempt, v_task.owner, v_task.attempted_at, clock_timestamp(), 'cancelled', 'cancelled')
+    ON CONFLICT ON CONSTRAINT task_attempt_pkey
+    DO UPDATE SET worker = excluded.worker, started_at = excluded.started_at, finished_at = excluded.finished_at,
+                  outcome = excluded.outcome, error = excluded.error, error_detail = excluded.error_detail;
     PERFORM pg_notify('pgtask_control', 'cancel ' || v_task.id || ' ' || v_task.attempt);
   END IF;
   RETURN 'cancelled';

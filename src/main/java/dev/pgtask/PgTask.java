@@ -198,15 +198,11 @@ public final class PgTask {
    * Retries every task {@code filter} matches that {@link #retry} would retry (retryable, discarded
    * or cancelled), in one statement ({@code pgtask.retry_tasks}): available now, with at least one
    * attempt left. Tasks in other states, and tasks another transaction holds at that moment, are
-   * skipped and counted, never waited for.
+   * skipped and counted, never waited for. With {@code dryRun} nothing changes: the result says what
+   * would.
    *
    * @throws IllegalArgumentException {@code filter} sets no filter
    */
-  public BulkResult retryTasks(TaskFilter filter) {
-    return bulk.retry(filter, false);
-  }
-
-  /** What {@link #retryTasks(TaskFilter)} would change, per state, with {@code dryRun}; nothing is changed then. */
   public BulkResult retryTasks(TaskFilter filter, boolean dryRun) {
     return bulk.retry(filter, dryRun);
   }
@@ -214,15 +210,11 @@ public final class PgTask {
   /**
    * Cancels every task {@code filter} matches, as {@link #cancel} does, in one statement
    * ({@code pgtask.cancel_tasks}): queued ones at once; a running one is asked to stop (its worker
-   * interrupts and rolls it back), never changed under its worker. Finished tasks are skipped.
+   * interrupts and rolls it back), never changed under its worker. Finished tasks are skipped. With
+   * {@code dryRun} nothing changes.
    *
    * @throws IllegalArgumentException {@code filter} sets no filter
    */
-  public BulkResult cancelTasks(TaskFilter filter) {
-    return bulk.cancel(filter, false);
-  }
-
-  /** What {@link #cancelTasks(TaskFilter)} would change, per state, with {@code dryRun}; nothing is changed then. */
   public BulkResult cancelTasks(TaskFilter filter, boolean dryRun) {
     return bulk.cancel(filter, dryRun);
   }
@@ -230,14 +222,10 @@ public final class PgTask {
   /**
    * Deletes every task {@code filter} matches that is not running, as {@link #delete} does, in one
    * statement ({@code pgtask.delete_tasks}), with its attempt history. Running tasks are skipped.
+   * With {@code dryRun} nothing changes.
    *
    * @throws IllegalArgumentException {@code filter} sets no filter
    */
-  public BulkResult deleteTasks(TaskFilter filter) {
-    return bulk.delete(filter, false);
-  }
-
-  /** What {@link #deleteTasks(TaskFilter)} would change, per state, with {@code dryRun}; nothing is changed then. */
   public BulkResult deleteTasks(TaskFilter filter, boolean dryRun) {
     return bulk.delete(filter, dryRun);
   }

@@ -10,7 +10,7 @@ import java.time.Duration;
  *
  * <pre>{@code
  * BulkResult r = pgtask.retryTasks(TaskFilter.matching().withKind("mail.send")
- *     .withState(TaskState.DISCARDED).withSince(Duration.ofHours(1)));
+ *     .withState(TaskState.DISCARDED).withSince(Duration.ofHours(1)), false);
  * }</pre>
  *
  * @param kind only tasks of this kind, or null

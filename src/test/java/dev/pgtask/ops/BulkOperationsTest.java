@@ -94,7 +94,7 @@ class BulkOperationsTest {
         .isEqualTo("available 0/2,cancelled 2/0,completed 0/2,discarded 3/0,retryable 1/0");
     assertThat(states()).as("the tasks after the dry run").isEqualTo(before);
 
-    BulkResult r = queue.pgtask().retryTasks(filter);
+    BulkResult r = queue.pgtask().retryTasks(filter, false);
     assertThat(counts(r)).as("what the retry changed").isEqualTo(counts(dry));
     assertThat(r.changed() + " changed, " + r.skipped() + " skipped").isEqualTo("6 changed, 4 skipped");
     assertThat(queue.sql().rows("SELECT kind || ' ' || state || ' ' || count(*) FROM pgtask.tasks GROUP BY kind, state ORDER BY 1"))
@@ -111,7 +111,7 @@ class BulkOperationsTest {
       try (Statement st = holder.createStatement()) {
         st.execute("SELECT 1 FROM pgtask.task WHERE id = " + ids.get(0) + " FOR UPDATE");
       }
-      BulkResult r = queue.pgtask().retryTasks(TaskFilter.matching().withKind("bulk.held").withState(TaskState.DISCARDED));
+      BulkResult r = queue.pgtask().retryTasks(TaskFilter.matching().withKind("bulk.held").withState(TaskState.DISCARDED), false);
       assertThat(counts(r)).isEqualTo("discarded 2/1");
       holder.rollback();
     }
@@ -124,7 +124,7 @@ class BulkOperationsTest {
       queue.pgtask().enqueue(NewTask.of("bulk.tenant", Map.of(), TaskOptions.defaults().withQueue("parked").withTenant("acme")));
     }
     queue.sql().exec("UPDATE pgtask.task SET state = 'discarded', finished_at = now(), blocked = false WHERE kind = 'bulk.tenant'");
-    assertThat(queue.pgtask().retryTasks(TaskFilter.matching().withTenant("acme")).changed()).isEqualTo(4);
+    assertThat(queue.pgtask().retryTasks(TaskFilter.matching().withTenant("acme"), false).changed()).isEqualTo(4);
     assertThat(states()).as("one head, the others waiting behind it").isEqualTo("available 1,waiting 3");
   }
 
@@ -156,7 +156,7 @@ class BulkOperationsTest {
     assertThat(queue.sql().text("SELECT state FROM pgtask.tasks WHERE id = " + running)).isEqualTo("running");
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.cancel_request")).as("requests after the dry run").isZero();
 
-    BulkResult r = queue.pgtask().cancelTasks(TaskFilter.matching().withKind("bulk.hold"));
+    BulkResult r = queue.pgtask().cancelTasks(TaskFilter.matching().withKind("bulk.hold"), false);
     assertThat(counts(r)).isEqualTo("available 2/0,completed 0/1,running 1/0");
     // the running one is asked, not rewritten: its worker interrupts it and rolls its work back
     workers.awaitState(running, "cancelled", Duration.ofSeconds(10));
@@ -175,7 +175,7 @@ class BulkOperationsTest {
     TaskFilter filter = TaskFilter.matching().withErrorLike("%timeout%");
     assertThat(counts(queue.pgtask().deleteTasks(filter, true))).isEqualTo("discarded 2/0,running 0/1");
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task")).as("tasks after the dry run").isEqualTo(3);
-    assertThat(counts(queue.pgtask().deleteTasks(filter))).isEqualTo("discarded 2/0,running 0/1");
+    assertThat(counts(queue.pgtask().deleteTasks(filter, false))).isEqualTo("discarded 2/0,running 0/1");
     assertThat(states()).isEqualTo("running 1");
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task_attempt")).as("history left: the running task's")
         .isEqualTo(1);
@@ -184,7 +184,7 @@ class BulkOperationsTest {
   @Test
   void aFilterThatMatchesEverythingOrABadOneIsRefusedByName() throws Exception {
     tasks("bulk.safe", 1, "discarded");
-    assertThatThrownBy(() -> queue.pgtask().deleteTasks(TaskFilter.matching()))
+    assertThatThrownBy(() -> queue.pgtask().deleteTasks(TaskFilter.matching(), false))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("without a filter");
     assertThatThrownBy(() -> TaskFilter.matching().withSince(Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("since must be positive");

@@ -97,6 +97,26 @@ class AttemptHistoryTest {
   }
 
   @Test
+  void aPlainTaskCancelledWhileItRunsHasItsAttemptRecordedAsCancelled() throws Exception {
+    java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    PgTaskWorker w = worker("hist.plain", HandlerOptions.Mode.PLAIN, (ctx, p) -> {
+      started.countDown();
+      release.await(30, java.util.concurrent.TimeUnit.SECONDS);
+    });
+    try {
+      long id = queue.pgtask().enqueue(NewTask.of("hist.plain", Map.of()));
+      assertThat(started.await(10, java.util.concurrent.TimeUnit.SECONDS)).as("handler started").isTrue();
+      // a plain-mode handler holds no row lock: cancel_task cancels it at once and ends its attempt
+      assertThat(queue.pgtask().cancel(id)).isEqualTo(dev.pgtask.CancelResult.CANCELLED);
+      assertThat(queue.sql().rows("SELECT attempt || ' ' || outcome || ' ' || worker FROM pgtask.task_attempt WHERE task_id = " + id))
+          .containsExactly("1 cancelled " + w.workerId());
+    } finally {
+      release.countDown();
+    }
+  }
+
+  @Test
   void aTaskKeepsOnlyItsLast25Attempts() throws Exception {
     worker("hist.many", HandlerOptions.Mode.TRANSACTIONAL, (ctx, p) -> {
       throw new IllegalStateException("attempt " + ctx.attempt());
