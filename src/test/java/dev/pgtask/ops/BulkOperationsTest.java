@@ -182,6 +182,22 @@ class BulkOperationsTest {
   }
 
   @Test
+  void theOperationsGuideExampleRuns() throws Exception {
+    tasks("mail.send", 2, "discarded");
+    dev.pgtask.PgTask pgtask = queue.pgtask();
+    List<String> log = new java.util.ArrayList<>();
+    // docs/operations.md, "Every task a filter matches", as written there
+    TaskFilter failedMail = TaskFilter.matching().withKind("mail.send")
+        .withState(TaskState.DISCARDED).withSince(Duration.ofHours(1));
+    BulkResult preview = pgtask.retryTasks(failedMail, true);   // nothing changes
+    if (preview.changed() < 10_000) {
+      BulkResult done = pgtask.retryTasks(failedMail, false);
+      log.add("retried " + done.changed() + ", skipped " + done.skipped());
+    }
+    assertThat(log).containsExactly("retried 2, skipped 0");
+  }
+
+  @Test
   void aFilterThatMatchesEverythingOrABadOneIsRefusedByName() throws Exception {
     tasks("bulk.safe", 1, "discarded");
     assertThatThrownBy(() -> queue.pgtask().deleteTasks(TaskFilter.matching(), false))
