@@ -44,7 +44,8 @@ public final class AttemptQueries {
    * update; outcome {@code outcome} (a field over the updated row's state; null: no row for it, as
    * for a task put back in the queue); the error's first line and full text, {@code error} and
    * {@code detail}, evaluated in the update's RETURNING clause (so they may use the updated row and
-   * the update's FROM). Returns the updated rows' new states ({@link #state}).
+   * the update's FROM). Returns the updated rows' new states ({@link #state}). Locks: what
+   * {@code update} locks, and the attempt rows it writes and deletes (the updated tasks' own).
    */
   public static ResultQuery<Record1<TaskState>> recorded(DSLContext dsl, List<CommonTableExpression<?>> before,
       UpdateConditionStep<TaskRecord> update, Function<Field<TaskState>, Field<String>> outcome,
