@@ -203,7 +203,8 @@ $$;
 -- executed; SKIP LOCKED), never waiting for it. They return one row per state (as pgtask.tasks
 -- names it, task_state) of the matched tasks: how many were changed and how many skipped. With dry_run they
 -- change nothing and lock nothing, and count what the operation would change by the tasks' states
--- now (a task another transaction holds at the moment of the real run is skipped then).
+-- now (a task another transaction holds at the moment of the real run is skipped then). Kind, tenant,
+-- error and time filters have no index: an operation reads the task table once.
 --
 -- The filters, all optional but at least one required (a forgotten filter must not retry, cancel
 -- or delete every task): kind, queue, state (as pgtask.tasks names it: scheduled, waiting,
@@ -390,8 +391,7 @@ BEGIN
                                      ELSE m.id IN (SELECT u.id FROM u) OR m.id IN (SELECT req.task_id FROM req) END),
          count(*) FILTER (WHERE NOT CASE WHEN p_dry THEN m.was IN ('available', 'retryable', 'running')
                                          ELSE m.id IN (SELECT u.id FROM u) OR m.id IN (SELECT req.task_id FROM req) END)
-  FROM m CROSS JOIN told
-  WHERE (SELECT count(*) FROM att) >= 0
+  FROM m CROSS JOIN told -- read, so that the notifications are sent (the writing CTEs run in any case)
   GROUP BY m.op_state ORDER BY m.op_state;
 END
 $$;
