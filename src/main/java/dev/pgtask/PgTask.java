@@ -43,6 +43,7 @@ public final class PgTask {
   private final ObjectMapper objectMapper;
   private final Enqueuer enqueuer;
   private final TaskOperations tasks;
+  private final BulkOperations bulk;
   private final ScheduleOperations schedules;
   private final QueueControl queues;
   private final LimitOperations limits;
@@ -54,6 +55,7 @@ public final class PgTask {
     Payloads payloads = new Payloads(objectMapper);
     this.enqueuer = new Enqueuer(dataSource, dsl, payloads, b.metrics, b.tracing, b.currentTransaction);
     this.tasks = new TaskOperations(dsl, payloads);
+    this.bulk = new BulkOperations(dataSource);
     this.schedules = new ScheduleOperations(dsl, payloads);
     this.queues = new QueueControl(dataSource, dsl);
     this.limits = new LimitOperations(dataSource, dsl);
@@ -192,6 +194,44 @@ public final class PgTask {
     tasks.update(taskId, change);
   }
 
+  // ---- every task a filter matches ----
+
+  /**
+   * Retries every task {@code filter} matches that {@link #retry} would retry (retryable, discarded
+   * or cancelled), in one statement ({@code pgtask.retry_tasks}): available now, with at least one
+   * attempt left. Tasks in other states, and tasks another transaction holds at that moment, are
+   * skipped and counted, never waited for. With {@code dryRun} nothing changes: the result says what
+   * would.
+   *
+   * @throws IllegalArgumentException {@code filter} sets no filter
+   */
+  public BulkResult retryTasks(TaskFilter filter, boolean dryRun) {
+    return bulk.retry(filter, dryRun);
+  }
+
+  /**
+   * Cancels every task {@code filter} matches, as {@link #cancel} does, in one statement
+   * ({@code pgtask.cancel_tasks}): queued ones at once; a running one is asked to stop (its worker
+   * interrupts and rolls it back), never changed under its worker. Finished tasks are skipped. With
+   * {@code dryRun} nothing changes.
+   *
+   * @throws IllegalArgumentException {@code filter} sets no filter
+   */
+  public BulkResult cancelTasks(TaskFilter filter, boolean dryRun) {
+    return bulk.cancel(filter, dryRun);
+  }
+
+  /**
+   * Deletes every task {@code filter} matches that is not running, as {@link #delete} does, in one
+   * statement ({@code pgtask.delete_tasks}), with its attempt history. Running tasks are skipped.
+   * With {@code dryRun} nothing changes.
+   *
+   * @throws IllegalArgumentException {@code filter} sets no filter
+   */
+  public BulkResult deleteTasks(TaskFilter filter, boolean dryRun) {
+    return bulk.delete(filter, dryRun);
+  }
+
   // ---- schedules ----
 
   /**
@@ -306,6 +346,19 @@ public final class PgTask {
    */
   public TaskExplanation explain(long taskId) {
     return queues.explain(taskId);
+  }
+
+  /**
+   * Reads one task: its state, payload, recorded attempts with their full errors (stack trace and
+   * causes) and why it is or is not running ({@code pgtask.task_detail}); empty when there is no
+   * such task. A bounded read-only transaction, as every read of {@link #operations()}.
+   *
+   * <pre>{@code
+   * pgtask.find(taskId).ifPresent(t -> t.attempts().forEach(a -> log.info("{}: {}", a.attempt(), a.errorDetail())));
+   * }</pre>
+   */
+  public java.util.Optional<dev.pgtask.ops.TaskDetail> find(long taskId) {
+    return operations().find(taskId);
   }
 
   /**

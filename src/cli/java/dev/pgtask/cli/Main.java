@@ -43,7 +43,7 @@ public final class Main implements Runnable {
   /** The subcommands, in help order. Add new commands here. */
   static final Class<?>[] SUBCOMMANDS = {DemoCommand.class, MigrateCommand.class, WorkerCommand.class,
       StatusCommand.class, LocksCommand.class, WorkersCommand.class, TasksCommand.class, EnqueueCommand.class,
-      TaskOperation.Cancel.class, TaskOperation.Retry.class, TaskOperation.Delete.class,
+      ShowCommand.class, TaskOperation.Cancel.class, TaskOperation.Retry.class, TaskOperation.Delete.class,
       QueueCommands.Pause.class, QueueCommands.Resume.class, LimitCommands.List.class, LimitCommands.Limits.class,
       ExplainCommand.class,
       ScheduleCommands.List.class, ScheduleCommands.Declare.class, ScheduleCommands.Unschedule.class,

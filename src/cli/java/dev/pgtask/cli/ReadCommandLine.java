@@ -12,14 +12,15 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * The read commands ({@code status}, {@code locks}, {@code workers}, {@code tasks}) run without
+ * The read commands ({@code status}, {@code locks}, {@code workers}, {@code tasks}, {@code show}) run without
  * picocli when their arguments are plain options: picocli builds a command by reflection over its
  * class and its annotations, and registers its type converters, which was about a third of what
  * such a command cost after the JVM had started (docs/benchmarks.md, "Command line").
  *
  * <p>This parser accepts only what it can decide exactly as picocli does: each option of the
  * command at most once, as {@code --opt value} or {@code --opt=value}, a value that does not start
- * with {@code -}, {@code --json} and {@code --verbose} alone, a {@code --state} that is a task
+ * with {@code -}, {@code --json} and {@code --verbose} alone, {@code show}'s task id once (digits
+ * only, no leading zero), a {@code --state} that is a task
  * state, a {@code --limit} of 1 to 10000 written without a sign or a leading zero, and no argument
  * starting with {@code @} (picocli's argument files). For anything else (help, version, a usage
  * error, an argument file) it returns {@code null} and picocli parses the arguments, so that every
@@ -32,6 +33,11 @@ final class ReadCommandLine {
   private static final Set<String> CONNECTION = Set.of("--url");
   private static final Set<String> TASKS = Set.of("--url", "--state", "--queue", "--kind", "--limit");
   private static final Pattern LIMIT = Pattern.compile("[1-9][0-9]{0,4}");
+  /** A task id as {@code show} takes it: digits, no sign, no leading zero, within a long. */
+  private static final Pattern ID = Pattern.compile("0|[1-9][0-9]{0,17}");
+
+  /** The key of {@code show}'s task id among the parsed values. */
+  private static final String ID_ARGUMENT = "ID";
 
   private ReadCommandLine() {}
 
@@ -76,6 +82,13 @@ final class ReadCommandLine {
             c.json = json;
             yield c.call(out);
           }
+          case "show" -> {
+            ShowCommand c = new ShowCommand();
+            c.connection = connection;
+            c.json = json;
+            c.id = Long.parseLong(values.get(ID_ARGUMENT));
+            yield c.call(out);
+          }
           default -> {
             TasksCommand c = new TasksCommand();
             c.connection = connection;
@@ -107,6 +120,7 @@ final class ReadCommandLine {
     Set<String> options = switch (name) {
       case "status", "locks", "workers" -> CONNECTION;
       case "tasks" -> TASKS;
+      case "show" -> CONNECTION;
       default -> null;
     };
     if (options == null) {
@@ -130,6 +144,13 @@ final class ReadCommandLine {
         verbose |= a.equals("--verbose");
         continue;
       }
+      if (name.equals("show") && !a.startsWith("-")) {
+        // the task id, once
+        if (!ID.matcher(a).matches() || values.putIfAbsent(ID_ARGUMENT, a) != null) {
+          return null;
+        }
+        continue;
+      }
       String option;
       String value;
       int eq = a.indexOf('=');
@@ -149,6 +170,9 @@ final class ReadCommandLine {
       if (!options.contains(option) || values.putIfAbsent(option, value) != null) {
         return null;
       }
+    }
+    if (name.equals("show") && !values.containsKey(ID_ARGUMENT)) {
+      return null;
     }
     String state = values.get("--state");
     if (state != null && !isTaskState(state)) {

@@ -17,9 +17,10 @@ import javax.sql.DataSource;
 /**
  * What an operator reads about pgtask, from its public views: the queues, the health of the task
  * table, what no live worker can run, what runs now and which tenant locks it holds, the live
- * workers, paused queues, tenant load, schedules, the maintenance leader, tasks, and why one task is
- * or is not running. The command line ({@code bin/pgtask status}, {@code locks}, {@code workers},
- * {@code tasks}, {@code schedules}, {@code explain}) and the Spring Boot health indicator read
+ * workers, paused queues, tenant load, schedules, the maintenance leader, tasks, one task with its
+ * attempts and errors ({@link #find}), and why one task is or is not running. The command line
+ * ({@code bin/pgtask status}, {@code locks}, {@code workers}, {@code tasks}, {@code show},
+ * {@code schedules}, {@code explain}) and the Spring Boot health indicator read
  * through this class; so can an application (a dashboard, an alert, a test).
  *
  * <pre>{@code
@@ -167,6 +168,15 @@ public final class PgTaskOperations {
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new PgTaskException("pgtask: explain failed: the database's answer is not JSON", e);
     }
+  }
+
+  /**
+   * One task with its payload, its recorded attempts and their full errors (stack traces and causes),
+   * and why it is or is not running ({@code pgtask.task_detail}); empty when there is no such task
+   * (never enqueued, or deleted).
+   */
+  public Optional<TaskDetail> find(long taskId) {
+    return Optional.ofNullable(read("pgtask.task_detail", c -> views.taskDetail(c, taskId)));
   }
 
   /** Jackson's data binding, loaded on the first explanation only (the other reads need none). */

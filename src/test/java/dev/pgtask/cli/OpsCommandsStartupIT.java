@@ -70,7 +70,9 @@ class OpsCommandsStartupIT {
           List.of("status", "--url", url), List.of("status", "--json", "--url", url),
           List.of("locks", "--url", url), List.of("locks", "--json", "--url", url),
           List.of("workers", "--url", url), List.of("workers", "--json", "--url", url),
-          List.of("tasks", "--url", url), List.of("tasks", "--json", "--state", "running", "--url", url));
+          List.of("tasks", "--url", url), List.of("tasks", "--json", "--state", "running", "--url", url),
+          // the first task of this fresh database, running: its detail, and its explanation's reads
+          List.of("show", "1", "--url", url), List.of("show", "1", "--json", "--url", url));
       Path classLog = dir.resolve("classes.log");
       List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
           "-Xlog:class+load=info:file=" + classLog, "-cp", System.getProperty("java.class.path"),

@@ -56,6 +56,10 @@ class ReadCommandLineTest {
         "report.build", "--limit", "1"});
     cases.add(new String[] {"tasks", "--limit=10000", "--state= SCHEDULED", "--queue=none", "--url", url});
     cases.add(new String[] {"tasks", "--kind", "mail.send", "--json", "--url", url});
+    cases.add(new String[] {"show", "1", "--url", url});
+    cases.add(new String[] {"show", "--json", "--url=" + url, "2"});
+    cases.add(new String[] {"show", "987654321", "--url", url});
+    cases.add(new String[] {"show", "1", "--url", empty.fullUrl()});
     for (String[] args : cases) {
       String line = String.join(" ", args);
       // status shows the server's oldest open transaction, which other clients of the server open
@@ -99,7 +103,9 @@ class ReadCommandLineTest {
         new String[] {"tasks", "--limit", "050"}, new String[] {"tasks", "--limit", "+5"},
         new String[] {"tasks", "--limit"}, new String[] {"tasks", "--state", "done"},
         new String[] {"tasks", "--state="}, new String[] {"status", "--state", "running"},
-        new String[] {"tasks", "--queue", "a", "--queue", "b"});
+        new String[] {"tasks", "--queue", "a", "--queue", "b"}, new String[] {"show"}, new String[] {"show", "01"},
+        new String[] {"show", "1", "2"}, new String[] {"show", "-1"}, new String[] {"show", "x", "--url", url},
+        new String[] {"show", "1", "--state", "running"});
     for (String[] args : cases) {
       Integer code = ReadCommandLine.run(args, new PrintWriter(new StringWriter()), new PrintWriter(new StringWriter()));
       assertThat(code).as("pgtask %s", String.join(" ", args)).isNull();

@@ -35,7 +35,8 @@ final class BenchDatabase {
 
   static void resetTasks(HikariDataSource pool) throws SQLException {
     try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
-      st.execute("TRUNCATE pgtask.task");
+      // the attempt history references the tasks (ON DELETE CASCADE): TRUNCATE names both
+      st.execute("TRUNCATE pgtask.task, pgtask.task_attempt");
       st.execute("DELETE FROM pgtask.worker");
     }
   }

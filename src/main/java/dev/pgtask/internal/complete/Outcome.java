@@ -21,14 +21,26 @@ public sealed interface Outcome {
   /**
    * The attempt failed: retried at {@code retryAt} (an instant the handler chose) or after
    * {@code retryDelay} (database clock), or discarded when {@code discard} or no attempt is left.
+   * {@code error} is the one line of the task's error history and {@code pgtask.tasks.last_error};
+   * {@code detail} the full text the attempt history keeps ({@link ErrorText}: stack trace and
+   * causes, bounded), or null when the failure has no throwable (a timeout, for one).
    */
-  record Failed(String error, Duration retryDelay, Instant retryAt, boolean discard) implements Outcome {
+  record Failed(String error, String detail, Duration retryDelay, Instant retryAt, boolean discard) implements Outcome {
+    public Failed(String error, Duration retryDelay, Instant retryAt, boolean discard) {
+      this(error, null, retryDelay, retryAt, discard);
+    }
+
     public static Failed retry(String error, Duration delay) {
-      return new Failed(error, delay, null, false);
+      return new Failed(error, null, delay, null, false);
     }
 
     public static Failed discarded(String error) {
-      return new Failed(error, Duration.ZERO, null, true);
+      return new Failed(error, null, Duration.ZERO, null, true);
+    }
+
+    /** This failure with {@code cause}'s full text as its detail. */
+    public Failed because(Throwable cause) {
+      return new Failed(error, ErrorText.of(cause), retryDelay, retryAt, discard);
     }
   }
 

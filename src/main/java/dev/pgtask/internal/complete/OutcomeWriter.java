@@ -62,8 +62,8 @@ public final class OutcomeWriter {
     Fence f = t.fence();
     if (o instanceof Outcome.Failed failed) {
       return failed.retryAt() != null
-          ? OutcomeQueries.failUntil(dsl, f, failed.error(), failed.retryAt(), failed.discard())
-          : OutcomeQueries.fail(dsl, f, failed.error(), failed.retryDelay(), failed.discard());
+          ? OutcomeQueries.failUntil(dsl, f, failed.error(), failed.detail(), failed.retryAt(), failed.discard())
+          : OutcomeQueries.fail(dsl, f, failed.error(), failed.detail(), failed.retryDelay(), failed.discard());
     }
     if (o instanceof Outcome.Snoozed s) {
       return OutcomeQueries.snooze(dsl, f, s.delay());

@@ -31,12 +31,12 @@ public final class Outcomes {
       return new Outcome.Snoozed(s.delay());
     }
     if (e instanceof DiscardTaskException d) {
-      return Outcome.Failed.discarded("discarded by handler: " + d.getMessage());
+      return Outcome.Failed.discarded("discarded by handler: " + d.getMessage()).because(e);
     }
     if (e instanceof RetryTaskException r) {
-      return new Outcome.Failed(describe(e), r.at() == null ? r.delay() : Duration.ZERO, r.at(), false);
+      return new Outcome.Failed(describe(e), r.at() == null ? r.delay() : Duration.ZERO, r.at(), false).because(e);
     }
-    return Outcome.Failed.retry(describe(e), backoff(t.attempt()));
+    return Outcome.Failed.retry(describe(e), backoff(t.attempt())).because(e);
   }
 
   /** What a stop request means for the attempt it stopped (or kept from starting). */
@@ -65,7 +65,7 @@ public final class Outcomes {
 
   /** The task's transaction was lost with everything in it (connection, server or COMMIT failure). */
   public Outcome transactionFailed(LocalTask t, Throwable e) {
-    return Outcome.Failed.retry("task transaction failed: " + describe(e), backoff(t.attempt()));
+    return Outcome.Failed.retry("task transaction failed: " + describe(e), backoff(t.attempt())).because(e);
   }
 
   public Duration timeout(LocalTask t) {

@@ -94,7 +94,7 @@ final class HandlerCall {
   static Outcome payloadMismatch(LocalTask t, HandlerEntry<?> handler, Exception e) {
     String why = PayloadErrors.describe(handler.payloadType(), e);
     log.warn("pgtask: task {} attempt {} of kind {} is discarded: {}", t.id(), t.claimed.attempt(), handler.kind(), why);
-    return Outcome.Failed.discarded(why);
+    return Outcome.Failed.discarded(why).because(e);
   }
 
   /** The MDC keys set while a task runs on a thread (docs/logging.md); removed when it is done. */

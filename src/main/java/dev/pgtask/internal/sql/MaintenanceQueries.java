@@ -13,6 +13,8 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record1;
+import org.jooq.Record2;
+import java.util.List;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.jooq.types.DayToSecond;
@@ -85,8 +87,8 @@ public final class MaintenanceQueries {
    */
   public static int rescueExpired(DSLContext tx, int limit) {
     Task e = TASK.as("e");
-    CommonTableExpression<Record1<Long>> expired = DSL.name("expired").as(
-        DSL.select(e.ID).from(e)
+    CommonTableExpression<Record2<Long, java.time.Instant>> expired = DSL.name("expired").as(
+        DSL.select(e.ID, e.LEASE_UNTIL).from(e)
             .where(e.STATE.eq(DSL.inline(TaskState.running)))
             .and(e.LEASE_UNTIL.lt(DSL.currentInstant()))
             .orderBy(e.LEASE_UNTIL)
@@ -96,13 +98,14 @@ public final class MaintenanceQueries {
     Condition exhausted = TASK.ATTEMPT.ge(TASK.MAX_ATTEMPTS);
     Condition cancel = TaskSql.cancelRequested();
     Condition ends = cancel.or(exhausted);
-    Field<JSONB> lost = errorEntry(DSL.concat(DSL.inline("worker lost: "), TASK.OWNER,
+    // the lost attempt's error: in the row's history and, from the update's RETURNING, in the attempt history
+    Field<String> lostError = DSL.concat(DSL.inline("worker lost: "), TASK.OWNER,
         DSL.inline(" stopped renewing its claim (lease expired at "),
-        TASK.LEASE_UNTIL.cast(SQLDataType.CLOB), DSL.inline(")")));
+        expired.field(e.LEASE_UNTIL).cast(SQLDataType.CLOB), DSL.inline(")"));
+    Field<JSONB> lost = errorEntry(lostError);
     Field<JSONB> cancelled = errorEntry(DSL.inline(TaskSql.CANCELLED_AS_REQUESTED));
     Field<JSONB> history = DSL.coalesce(TASK.ERRORS, DSL.inline(JSONB.valueOf("[]")));
-    return tx.with(expired)
-        .update(TASK)
+    var update = tx.update(TASK)
         .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled))
             .when(exhausted, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
         .set(TASK.RUN_AT, DSL.when(ends, TASK.RUN_AT).otherwise(DSL.currentInstant()))
@@ -111,8 +114,11 @@ public final class MaintenanceQueries {
             DSL.function("jsonb_concat", SQLDataType.JSONB, history, lost),
             DSL.when(cancel, cancelled).otherwise(DSL.inline(JSONB.valueOf("[]")))))
         .setNull(TASK.LEASE_UNTIL)
-        .where(TASK.ID.in(DSL.select(expired.field(e.ID)).from(expired)))
-        .execute();
+        .from(expired)
+        .where(TASK.ID.eq(expired.field(e.ID)));
+    // recorded as lost with its worker, whatever state the rescue left the task in
+    return AttemptQueries.recorded(tx, List.of(expired), update, state -> DSL.inline(AttemptQueries.WORKER_LOST),
+        lostError, DSL.inline((String) null, String.class)).fetch().size();
   }
 
   /** A one-entry error history array for the task row being updated: its attempt and owner, now. */

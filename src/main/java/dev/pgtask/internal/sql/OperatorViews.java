@@ -8,6 +8,8 @@ import dev.pgtask.ops.PausedQueueStatus;
 import dev.pgtask.ops.QueueSummary;
 import dev.pgtask.ops.RunningTask;
 import dev.pgtask.ops.ScheduleStatus;
+import dev.pgtask.ops.TaskAttempt;
+import dev.pgtask.ops.TaskDetail;
 import dev.pgtask.ops.TaskSummary;
 import dev.pgtask.ops.TenantLoad;
 import dev.pgtask.ops.TenantLock;
@@ -189,6 +191,51 @@ public final class OperatorViews {
       try (ResultSet rs = resultSet(st)) {
         rs.next();
         return rs.getString("explanation");
+      }
+    }
+  }
+
+  /**
+   * {@code pgtask.task_detail(id)} as its record, or null when there is no such task: one statement,
+   * one row per recorded attempt (one row without an attempt when there is none).
+   */
+  public TaskDetail taskDetail(Connection c, long id) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement(before
+        + "SELECT d ->> 'kind' AS kind, d ->> 'queue' AS queue, d ->> 'tenant' AS tenant, d ->> 'state' AS state,\n"
+        + "  (d ->> 'priority')::int AS priority, (d ->> 'attempt')::int AS attempt,\n"
+        + "  (d ->> 'max_attempts')::int AS max_attempts, (d ->> 'run_at')::timestamptz AS run_at,\n"
+        + "  (d ->> 'created_at')::timestamptz AS created_at, (d ->> 'finished_at')::timestamptz AS finished_at,\n"
+        + "  d ->> 'worker' AS worker, d ->> 'last_error' AS last_error, (d -> 'payload')::text AS payload,\n"
+        + "  d -> 'explanation' ->> 'sentence' AS explanation, d::text AS json,\n"
+        + "  x.attempt AS a_attempt, x.outcome AS a_outcome, x.worker AS a_worker, x.started_at AS a_started_at,\n"
+        + "  x.finished_at AS a_finished_at, x.error AS a_error, x.error_detail AS a_error_detail\n"
+        + "FROM pgtask.task_detail(?) AS d\n"
+        + "LEFT JOIN LATERAL jsonb_to_recordset(d -> 'attempts') AS x(attempt int, outcome text, worker text,\n"
+        + "  started_at timestamptz, finished_at timestamptz, error text, error_detail text) ON true\n"
+        + "WHERE d IS NOT NULL ORDER BY x.attempt")) {
+      st.setLong(1, id);
+      try (ResultSet rs = resultSet(st)) {
+        TaskDetail first = null;
+        List<TaskAttempt> attempts = new ArrayList<>();
+        while (rs.next()) {
+          if (first == null) {
+            first = new TaskDetail(id, rs.getString("kind"), rs.getString("queue"), rs.getString("tenant"),
+                rs.getString("state"), rs.getInt("priority"), rs.getInt("attempt"), rs.getInt("max_attempts"),
+                instant(rs, "run_at"), instant(rs, "created_at"), instant(rs, "finished_at"), rs.getString("worker"),
+                rs.getString("last_error"), rs.getString("payload"), List.of(), rs.getString("explanation"),
+                rs.getString("json"));
+          }
+          Integer attempt = integer(rs, "a_attempt");
+          if (attempt != null) {
+            attempts.add(new TaskAttempt(attempt, rs.getString("a_outcome"), rs.getString("a_worker"),
+                instant(rs, "a_started_at"), instant(rs, "a_finished_at"), rs.getString("a_error"),
+                rs.getString("a_error_detail")));
+          }
+        }
+        return first == null ? null : new TaskDetail(first.id(), first.kind(), first.queue(), first.tenant(),
+            first.state(), first.priority(), first.attempt(), first.maxAttempts(), first.runAt(), first.createdAt(),
+            first.finishedAt(), first.worker(), first.lastError(), first.payload(), attempts, first.explanation(),
+            first.json());
       }
     }
   }

@@ -60,22 +60,27 @@ public final class OutcomeQueries {
    * {@code retryDelay} from the moment it is written (database clock, clock_timestamp: the
    * transaction may have started long before the attempt ended) or discards the task when {@code discard} or the attempts
    * are exhausted; or ends it cancelled when a cancellation was requested during this attempt.
-   * Returns the new state, or {@code null} when fenced out. Locks: the task row.
+   * The attempt is recorded in the attempt history in the same statement ({@link AttemptQueries}),
+   * with {@code error} (its first line) and {@code detail}, the full text. Returns the new state,
+   * or {@code null} when fenced out. Locks: the task row.
    */
-  public static TaskState fail(DSLContext dsl, Fence f, String error, Duration retryDelay, boolean discard) {
-    return fail(dsl, f, error, TaskSql.clockTimestamp().plus(DSL.val(DayToSecond.valueOf(retryDelay))), discard);
+  public static TaskState fail(DSLContext dsl, Fence f, String error, String detail, Duration retryDelay,
+      boolean discard) {
+    return fail(dsl, f, error, detail, TaskSql.clockTimestamp().plus(DSL.val(DayToSecond.valueOf(retryDelay))), discard);
   }
 
   /** {@link #fail} with the retry at {@code retryAt}, an instant the handler chose. */
-  public static TaskState failUntil(DSLContext dsl, Fence f, String error, Instant retryAt, boolean discard) {
-    return fail(dsl, f, error, DSL.val(retryAt, TASK.RUN_AT), discard);
+  public static TaskState failUntil(DSLContext dsl, Fence f, String error, String detail, Instant retryAt,
+      boolean discard) {
+    return fail(dsl, f, error, detail, DSL.val(retryAt, TASK.RUN_AT), discard);
   }
 
-  private static TaskState fail(DSLContext dsl, Fence f, String error, Field<Instant> retryAt, boolean discard) {
+  private static TaskState fail(DSLContext dsl, Fence f, String error, String detail, Field<Instant> retryAt,
+      boolean discard) {
     Condition giveUp = discard ? DSL.trueCondition() : TASK.ATTEMPT.ge(TASK.MAX_ATTEMPTS);
     Condition cancel = TaskSql.cancelRequested();
     Condition ends = cancel.or(giveUp);
-    var r = dsl.update(TASK)
+    var update = dsl.update(TASK)
         .set(TASK.STATE, DSL.when(cancel, DSL.inline(TaskState.cancelled))
             .when(giveUp, DSL.inline(TaskState.discarded)).otherwise(DSL.inline(TaskState.retryable)))
         .set(TASK.RUN_AT, DSL.when(ends, TASK.RUN_AT).otherwise(retryAt))
@@ -83,10 +88,8 @@ public final class OutcomeQueries {
         .set(TASK.ERRORS, DSL.when(cancel, appendError(f, error, TaskSql.CANCELLED_AS_REQUESTED))
             .otherwise(appendError(f, error)))
         .setNull(TASK.LEASE_UNTIL)
-        .where(f.condition())
-        .returning(TASK.STATE)
-        .fetchOne();
-    return r == null ? null : r.getState();
+        .where(f.condition());
+    return AttemptQueries.state(AttemptQueries.recorded(dsl, update, AttemptQueries::failedBy, error, detail).fetchOne());
   }
 
   /**
@@ -102,8 +105,8 @@ public final class OutcomeQueries {
     if (!delay.isZero()) {
       q = q.set(TASK.RUN_AT, later(cancel, delay));
     }
-    var r = q.where(f.condition()).returning(TASK.STATE).fetchOne();
-    return r == null ? null : r.getState();
+    return AttemptQueries.state(AttemptQueries.recorded(dsl, q.where(f.condition()), AttemptQueries::cancelledOnly,
+        TaskSql.CANCELLED_AS_REQUESTED, null).fetchOne());
   }
 
   /**
@@ -114,13 +117,12 @@ public final class OutcomeQueries {
    */
   public static TaskState snooze(DSLContext dsl, Fence f, Duration delay) {
     Condition cancel = TaskSql.cancelRequested();
-    var r = backInTheQueue(dsl, f, cancel)
+    var update = backInTheQueue(dsl, f, cancel)
         .set(TASK.MAX_ATTEMPTS, DSL.when(cancel, TASK.MAX_ATTEMPTS).otherwise(TASK.MAX_ATTEMPTS.plus(1)))
         .set(TASK.RUN_AT, later(cancel, delay))
-        .where(f.condition())
-        .returning(TASK.STATE)
-        .fetchOne();
-    return r == null ? null : r.getState();
+        .where(f.condition());
+    return AttemptQueries.state(AttemptQueries.recorded(dsl, update, AttemptQueries::cancelledOnly,
+        TaskSql.CANCELLED_AS_REQUESTED, null).fetchOne());
   }
 
   /**
@@ -148,13 +150,13 @@ public final class OutcomeQueries {
 
   /** Marks a running task cancelled (its handler was stopped). Locks: the task row. */
   public static int cancelled(DSLContext dsl, Fence f, String reason) {
-    return dsl.update(TASK)
+    var update = dsl.update(TASK)
         .set(TASK.STATE, DSL.inline(TaskState.cancelled))
         .set(TASK.FINISHED_AT, TaskSql.clockTimestamp())
         .set(TASK.ERRORS, appendError(f, reason))
         .setNull(TASK.LEASE_UNTIL)
-        .where(f.condition())
-        .execute();
+        .where(f.condition());
+    return AttemptQueries.recorded(dsl, update, AttemptQueries::cancelledOnly, reason, null).fetch().size();
   }
 
   /** The error history with one entry per message appended, each for this attempt. */

@@ -101,6 +101,19 @@ class RescueTest {
   }
 
   @Test
+  void aRescuedAttemptIsRecordedInTheAttemptHistoryAsLostWithItsWorker() throws Exception {
+    long id = queue.pgtask().enqueue(NewTask.of("test.task", null));
+    assertThat(claimAsGhost(1, "ghost:7")).hasSize(1);
+    expireLeases();
+    assertThat(maintenance().runNow(RescuePass.class)).isEqualTo(1);
+    assertThat(queue.sql().rows("SELECT attempt || ' ' || outcome || ' ' || worker || ' ' || (started_at IS NOT NULL) "
+        + "FROM pgtask.task_attempt WHERE task_id = " + id))
+        .as("the lost attempt's history row").containsExactly("1 worker_lost ghost:7 true");
+    assertThat(queue.sql().text("SELECT error FROM pgtask.task_attempt WHERE task_id = " + id))
+        .as("its error").startsWith("worker lost: ghost:7 stopped renewing its claim (lease expired at ");
+  }
+
+  @Test
   void aSlowButAliveWorkerIsNeverRobbed() throws Exception {
     workers.start(workers.builder().concurrency(2).leaseDuration(Duration.ofMillis(200))
         .handler("test.task", (ctx, p) -> Thread.sleep(2_000))); // work that outlasts the lease
@@ -131,7 +144,7 @@ class RescueTest {
       assertThat(CompletionQueries.completeAll(c, java.util.List.of(zombie))).as("rows the zombie completed").isZero();
       c.rollback();
       c.setAutoCommit(true);
-      assertThat(OutcomeQueries.fail(Sql.using(c), zombie, "late failure", Duration.ZERO, false)).isNull();
+      assertThat(OutcomeQueries.fail(Sql.using(c), zombie, "late failure", null, Duration.ZERO, false)).isNull();
       assertThat(OutcomeQueries.release(Sql.using(c), zombie, Duration.ZERO)).as("state after the zombie released it (none: fenced out)").isNull();
     }
     assertThat(queue.sql().text("SELECT state || ' ' || attempt FROM pgtask.tasks WHERE id = " + id)).isEqualTo("running 2");

@@ -41,6 +41,26 @@ class RetentionTest {
   }
 
   @Test
+  void retentionRemovesATasksAttemptHistoryWithTheTask() throws Exception {
+    try (TestDatabase db = TestDatabase.create("retention_history"); HikariDataSource pool = db.pool(4)) {
+      Db sql = new Db(db);
+      sql.exec("SELECT pgtask.enqueue('r.old') FROM generate_series(1, 3)");
+      sql.exec("SELECT pgtask.enqueue('r.recent')");
+      sql.exec("INSERT INTO pgtask.task_attempt (task_id, attempt, outcome, error) "
+          + "SELECT id, a, 'failed', 'boom' FROM pgtask.task, generate_series(1, 2) a");
+      sql.exec("UPDATE pgtask.task SET state = 'discarded', finished_at = now() - interval '10 days' WHERE kind = 'r.old'");
+      sql.exec("UPDATE pgtask.task SET state = 'discarded', finished_at = now() WHERE kind = 'r.recent'");
+      PgTaskWorker w = PgTaskWorker.builder(pool).concurrency(2).retention(Duration.ofMinutes(30), Duration.ofDays(7))
+          .handler("x", (c, p) -> { }).build();
+      assertThat(Maintenance.standalone(dev.pgtask.internal.WorkerAccess.config(w)).runNow(RetentionPass.class))
+          .as("tasks deleted").isEqualTo(3);
+      assertThat(sql.rows("SELECT t.kind || ' ' || count(*) FROM pgtask.task_attempt a JOIN pgtask.task t ON t.id = a.task_id "
+          + "GROUP BY t.kind")).as("attempt history left, by kind").containsExactly("r.recent 2");
+      assertThat(sql.count("SELECT count(*) FROM pgtask.task_attempt")).as("history rows left in all").isEqualTo(2);
+    }
+  }
+
+  @Test
   void aShortRetentionIsEnforcedEveryHalfOfIt() throws Exception {
     try (TestDatabase db = TestDatabase.create("retention_short"); HikariDataSource pool = db.pool(4)) {
       Db sql = new Db(db);

@@ -8,6 +8,7 @@ import dev.pgtask.internal.sql.gen.Indexes;
 import dev.pgtask.internal.sql.gen.Keys;
 import dev.pgtask.internal.sql.gen.Pgtask;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
+import dev.pgtask.internal.sql.gen.tables.TaskAttempt.TaskAttemptPath;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 
 import java.time.Instant;
@@ -18,12 +19,16 @@ import java.util.List;
 import org.jooq.Check;
 import org.jooq.Condition;
 import org.jooq.Field;
+import org.jooq.ForeignKey;
 import org.jooq.Identity;
 import org.jooq.Index;
+import org.jooq.InverseForeignKey;
 import org.jooq.JSONB;
 import org.jooq.Name;
+import org.jooq.Path;
 import org.jooq.PlainSQL;
 import org.jooq.QueryPart;
+import org.jooq.Record;
 import org.jooq.SQL;
 import org.jooq.Schema;
 import org.jooq.Select;
@@ -193,6 +198,39 @@ public class Task extends TableImpl<TaskRecord> {
         this(DSL.name("task"), null);
     }
 
+    public <O extends Record> Task(Table<O> path, ForeignKey<O, TaskRecord> childPath, InverseForeignKey<O, TaskRecord> parentPath) {
+        super(path, childPath, parentPath, TASK);
+    }
+
+    /**
+     * A subtype implementing {@link Path} for simplified path-based joins.
+     */
+    public static class TaskPath extends Task implements Path<TaskRecord> {
+
+        private static final long serialVersionUID = 1L;
+        public <O extends Record> TaskPath(Table<O> path, ForeignKey<O, TaskRecord> childPath, InverseForeignKey<O, TaskRecord> parentPath) {
+            super(path, childPath, parentPath);
+        }
+        private TaskPath(Name alias, Table<TaskRecord> aliased) {
+            super(alias, aliased);
+        }
+
+        @Override
+        public TaskPath as(String alias) {
+            return new TaskPath(DSL.name(alias), this);
+        }
+
+        @Override
+        public TaskPath as(Name alias) {
+            return new TaskPath(alias, this);
+        }
+
+        @Override
+        public TaskPath as(Table<?> alias) {
+            return new TaskPath(alias.getQualifiedName(), this);
+        }
+    }
+
     @Override
     public Schema getSchema() {
         return aliased() ? null : Pgtask.PGTASK;
@@ -211,6 +249,19 @@ public class Task extends TableImpl<TaskRecord> {
     @Override
     public UniqueKey<TaskRecord> getPrimaryKey() {
         return Keys.TASK_PKEY;
+    }
+
+    private transient TaskAttemptPath _taskAttempt;
+
+    /**
+     * Get the implicit to-many join path to the
+     * <code>pgtask.task_attempt</code> table
+     */
+    public TaskAttemptPath taskAttempt() {
+        if (_taskAttempt == null)
+            _taskAttempt = new TaskAttemptPath(this, null, Keys.TASK_ATTEMPT__TASK_ATTEMPT_TASK_FKEY.getInverseKey());
+
+        return _taskAttempt;
     }
 
     @Override
