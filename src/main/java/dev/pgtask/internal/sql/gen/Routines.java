@@ -7,6 +7,7 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.routines.CallerProducerBound;
 import dev.pgtask.internal.sql.gen.routines.CancelTask;
 import dev.pgtask.internal.sql.gen.routines.CheckQueueName;
+import dev.pgtask.internal.sql.gen.routines.CheckTaskFilter;
 import dev.pgtask.internal.sql.gen.routines.CheckTimeZone;
 import dev.pgtask.internal.sql.gen.routines.ClearLimit;
 import dev.pgtask.internal.sql.gen.routines.CronField;
@@ -50,6 +51,7 @@ import dev.pgtask.internal.sql.gen.routines.SetProducerBounds;
 import dev.pgtask.internal.sql.gen.routines.SlotClass;
 import dev.pgtask.internal.sql.gen.routines.SlotOffset;
 import dev.pgtask.internal.sql.gen.routines.TakeSlots;
+import dev.pgtask.internal.sql.gen.routines.TaskDetail;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.TenantSlots;
 import dev.pgtask.internal.sql.gen.routines.TokensNow;
@@ -59,14 +61,22 @@ import dev.pgtask.internal.sql.gen.routines.UpdateTask;
 import dev.pgtask.internal.sql.gen.routines.Utf16Length;
 import dev.pgtask.internal.sql.gen.routines.Utf16MayExceed;
 import dev.pgtask.internal.sql.gen.routines.WakeDueHeads;
+import dev.pgtask.internal.sql.gen.tables.CancelTasks;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
+import dev.pgtask.internal.sql.gen.tables.DeleteTasks;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.FilterTasks;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
+import dev.pgtask.internal.sql.gen.tables.RetryTasks;
 import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
+import dev.pgtask.internal.sql.gen.tables.records.CancelTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
+import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
@@ -149,6 +159,31 @@ public class Routines {
         CheckQueueName p = new CheckQueueName();
         p.setPQueue(pQueue);
         p.setPAction(pAction);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.check_task_filter</code>
+     */
+    public static void checkTaskFilter(
+          Configuration configuration
+        , String pAction
+        , String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+    ) {
+        CheckTaskFilter p = new CheckTaskFilter();
+        p.setPAction(pAction);
+        p.setPKind(pKind);
+        p.setPQueue(pQueue);
+        p.setPState(pState);
+        p.setPTenant(pTenant);
+        p.setPErrorLike(pErrorLike);
+        p.setPSince(pSince);
 
         p.execute(configuration);
     }
@@ -1807,6 +1842,44 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.task_detail</code>
+     */
+    public static JSONB taskDetail(
+          Configuration configuration
+        , Long taskId
+    ) {
+        TaskDetail f = new TaskDetail();
+        f.setTaskId(taskId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.task_detail</code> as a field.
+     */
+    public static Field<JSONB> taskDetail(
+          Long taskId
+    ) {
+        TaskDetail f = new TaskDetail();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.task_detail</code> as a field.
+     */
+    public static Field<JSONB> taskDetail(
+          Field<Long> taskId
+    ) {
+        TaskDetail f = new TaskDetail();
+        f.setTaskId(taskId);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.tenant_id</code>
      */
     public static Integer tenantId(
@@ -2141,6 +2214,76 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.cancel_tasks</code>.
+     */
+    public static Result<CancelTasksRecord> cancelTasks(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.cancel_tasks</code> as a table.
+     */
+    public static CancelTasks cancelTasks(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.cancel_tasks</code> as a table.
+     */
+    public static CancelTasks cancelTasks(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
      * Call <code>pgtask.cron_fire_times</code>.
      */
     public static Result<CronFireTimesRecord> cronFireTimes(
@@ -2189,6 +2332,76 @@ public class Routines {
             timeZone,
             after,
             count
+        );
+    }
+
+    /**
+     * Call <code>pgtask.delete_tasks</code>.
+     */
+    public static Result<DeleteTasksRecord> deleteTasks(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.delete_tasks</code> as a table.
+     */
+    public static DeleteTasks deleteTasks(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.delete_tasks</code> as a table.
+     */
+    public static DeleteTasks deleteTasks(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
         );
     }
 
@@ -2269,6 +2482,70 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.filter_tasks</code>.
+     */
+    public static Result<FilterTasksRecord> filterTasks(
+          Configuration configuration
+        , String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+              pKind
+            , pQueue
+            , pState
+            , pTenant
+            , pErrorLike
+            , pSince
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.filter_tasks</code> as a table.
+     */
+    public static FilterTasks filterTasks(
+          String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince
+        );
+    }
+
+    /**
+     * Get <code>pgtask.filter_tasks</code> as a table.
+     */
+    public static FilterTasks filterTasks(
+          Field<String> pKind
+        , Field<String> pQueue
+        , Field<String> pState
+        , Field<String> pTenant
+        , Field<String> pErrorLike
+        , Field<YearToSecond> pSince
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince
+        );
+    }
+
+    /**
      * Call <code>pgtask.maintenance_turn</code>.
      */
     public static Result<MaintenanceTurnRecord> maintenanceTurn(
@@ -2311,6 +2588,76 @@ public class Routines {
             pWorker,
             pLeaseMs,
             pHeartbeat
+        );
+    }
+
+    /**
+     * Call <code>pgtask.retry_tasks</code>.
+     */
+    public static Result<RetryTasksRecord> retryTasks(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.retry_tasks</code> as a table.
+     */
+    public static RetryTasks retryTasks(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.retry_tasks</code> as a table.
+     */
+    public static RetryTasks retryTasks(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
         );
     }
 

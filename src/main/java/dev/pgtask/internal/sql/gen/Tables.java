@@ -5,8 +5,11 @@ package dev.pgtask.internal.sql.gen;
 
 
 import dev.pgtask.internal.sql.gen.tables.CancelRequest;
+import dev.pgtask.internal.sql.gen.tables.CancelTasks;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
+import dev.pgtask.internal.sql.gen.tables.DeleteTasks;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.FilterTasks;
 import dev.pgtask.internal.sql.gen.tables.FlowLimit;
 import dev.pgtask.internal.sql.gen.tables.Health;
 import dev.pgtask.internal.sql.gen.tables.LimitBucket;
@@ -19,12 +22,15 @@ import dev.pgtask.internal.sql.gen.tables.PausedQueues;
 import dev.pgtask.internal.sql.gen.tables.ProducerBound;
 import dev.pgtask.internal.sql.gen.tables.ProducerBounds;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
+import dev.pgtask.internal.sql.gen.tables.RetryTasks;
 import dev.pgtask.internal.sql.gen.tables.Running;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Schedules;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.Task;
+import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
+import dev.pgtask.internal.sql.gen.tables.TaskAttempts;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLoad;
@@ -33,9 +39,13 @@ import dev.pgtask.internal.sql.gen.tables.TenantLocks;
 import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
+import dev.pgtask.internal.sql.gen.tables.records.CancelTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
+import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 
@@ -59,6 +69,84 @@ public class Tables {
      * The table <code>pgtask.cancel_request</code>.
      */
     public static final CancelRequest CANCEL_REQUEST = CancelRequest.CANCEL_REQUEST;
+
+    /**
+     * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
+     * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
+     * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
+     * boolean DEFAULT false
+     */
+    public static final CancelTasks CANCEL_TASKS = CancelTasks.CANCEL_TASKS;
+
+    /**
+     * Call <code>pgtask.cancel_tasks</code>.
+     */
+    public static Result<CancelTasksRecord> CANCEL_TASKS(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.cancel_tasks</code> as a table.
+     */
+    public static CancelTasks CANCEL_TASKS(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.cancel_tasks</code> as a table.
+     */
+    public static CancelTasks CANCEL_TASKS(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
 
     /**
      * cron text, time_zone text DEFAULT 'UTC'::text, after timestamp with time
@@ -115,6 +203,84 @@ public class Tables {
             timeZone,
             after,
             count
+        );
+    }
+
+    /**
+     * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
+     * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
+     * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
+     * boolean DEFAULT false
+     */
+    public static final DeleteTasks DELETE_TASKS = DeleteTasks.DELETE_TASKS;
+
+    /**
+     * Call <code>pgtask.delete_tasks</code>.
+     */
+    public static Result<DeleteTasksRecord> DELETE_TASKS(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.delete_tasks</code> as a table.
+     */
+    public static DeleteTasks DELETE_TASKS(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.delete_tasks</code> as a table.
+     */
+    public static DeleteTasks DELETE_TASKS(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
         );
     }
 
@@ -200,6 +366,76 @@ public class Tables {
             priorities,
             maxAttempts,
             dedupeKeys
+        );
+    }
+
+    /**
+     * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like
+     * text, p_since interval
+     */
+    public static final FilterTasks FILTER_TASKS = FilterTasks.FILTER_TASKS;
+
+    /**
+     * Call <code>pgtask.filter_tasks</code>.
+     */
+    public static Result<FilterTasksRecord> FILTER_TASKS(
+          Configuration configuration
+        , String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+              pKind
+            , pQueue
+            , pState
+            , pTenant
+            , pErrorLike
+            , pSince
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.filter_tasks</code> as a table.
+     */
+    public static FilterTasks FILTER_TASKS(
+          String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince
+        );
+    }
+
+    /**
+     * Get <code>pgtask.filter_tasks</code> as a table.
+     */
+    public static FilterTasks FILTER_TASKS(
+          Field<String> pKind
+        , Field<String> pQueue
+        , Field<String> pState
+        , Field<String> pTenant
+        , Field<String> pErrorLike
+        , Field<YearToSecond> pSince
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince
         );
     }
 
@@ -310,6 +546,84 @@ public class Tables {
     public static final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
 
     /**
+     * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
+     * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
+     * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
+     * boolean DEFAULT false
+     */
+    public static final RetryTasks RETRY_TASKS = RetryTasks.RETRY_TASKS;
+
+    /**
+     * Call <code>pgtask.retry_tasks</code>.
+     */
+    public static Result<RetryTasksRecord> RETRY_TASKS(
+          Configuration configuration
+        , String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+              kind
+            , queue
+            , state
+            , tenant
+            , errorLike
+            , since
+            , dryRun
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.retry_tasks</code> as a table.
+     */
+    public static RetryTasks RETRY_TASKS(
+          String kind
+        , String queue
+        , String state
+        , String tenant
+        , String errorLike
+        , YearToSecond since
+        , Boolean dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
+     * Get <code>pgtask.retry_tasks</code> as a table.
+     */
+    public static RetryTasks RETRY_TASKS(
+          Field<String> kind
+        , Field<String> queue
+        , Field<String> state
+        , Field<String> tenant
+        , Field<String> errorLike
+        , Field<YearToSecond> since
+        , Field<Boolean> dryRun
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
+            kind,
+            queue,
+            state,
+            tenant,
+            errorLike,
+            since,
+            dryRun
+        );
+    }
+
+    /**
      * The table <code>pgtask.running</code>.
      */
     public static final Running RUNNING = Running.RUNNING;
@@ -392,6 +706,16 @@ public class Tables {
      * The table <code>pgtask.task</code>.
      */
     public static final Task TASK = Task.TASK;
+
+    /**
+     * The table <code>pgtask.task_attempt</code>.
+     */
+    public static final TaskAttempt TASK_ATTEMPT = TaskAttempt.TASK_ATTEMPT;
+
+    /**
+     * The table <code>pgtask.task_attempts</code>.
+     */
+    public static final TaskAttempts TASK_ATTEMPTS = TaskAttempts.TASK_ATTEMPTS;
 
     /**
      * The table <code>pgtask.tasks</code>.
