@@ -22,9 +22,12 @@ $$;
 --                 head or not); oldest_waiting_since: the run_at of its oldest due one
 --   stuck         its running tasks whose lease has run out: their worker is gone, and the
 --                 rescue pass takes them back (until then the claim counts them as running)
+--   per_second, burst, tokens, next_token_at
+--                 a rate limit, the starts its bucket admits now, and when its next token is
+--                 due while it has none (NULL otherwise)
 -- A tenant without a limit runs one task at a time and is not listed.
 CREATE OR REPLACE VIEW pgtask.limits AS
-SELECT l.scope, l.key, l.max_running,
+SELECT l.scope, l.key, coalesce(l.max_running, CASE WHEN l.scope = 'tenant' THEN 1 END) AS max_running,
        (SELECT count(*) FROM pgtask.task r
         WHERE r.state = 'running' AND pgtask.limit_matches(l.scope, l.key, l.tenant_id, r.tenant_id, r.queue, r.kind)
        ) AS running,
@@ -44,7 +47,13 @@ SELECT l.scope, l.key, l.max_running,
        (SELECT count(*) FROM pgtask.task r
         WHERE r.state = 'running' AND r.lease_until < now()
           AND pgtask.limit_matches(l.scope, l.key, l.tenant_id, r.tenant_id, r.queue, r.kind)) AS stuck,
-       l.updated_at, l.updated_by
+       l.updated_at, l.updated_by,
+       l.per_second, l.burst,
+       (SELECT pgtask.tokens_now(b.tat, l.per_second, l.burst, clock_timestamp())
+        FROM pgtask.limit_bucket b WHERE b.limit_id = l.id) AS tokens,
+       (SELECT greatest(b.tat - make_interval(secs => (l.burst - 1) / l.per_second), clock_timestamp())
+        FROM pgtask.limit_bucket b WHERE b.limit_id = l.id
+          AND pgtask.tokens_now(b.tat, l.per_second, l.burst, clock_timestamp()) = 0) AS next_token_at
 FROM pgtask.flow_limit l;
 
 -- NULL when no concurrency limit that applies to a task (of this tenant, queue and kind) is full;

@@ -20,7 +20,8 @@ final class LimitOperations {
   boolean set(LimitScope scope, String key, Limit limit) {
     Objects.requireNonNull(scope, "scope");
     Objects.requireNonNull(limit, "limit");
-    return "created".equals(call("set limit", () -> LimitQueries.setLimit(dsl, scope.sqlName(), key, limit.maxRunning())));
+    return "created".equals(call("set limit", () -> LimitQueries.setLimit(dsl, scope.sqlName(), key, limit.maxRunning(),
+        limit.perSecond(), limit.burst())));
   }
 
   boolean clear(LimitScope scope, String key) {

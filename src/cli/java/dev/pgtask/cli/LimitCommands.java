@@ -41,11 +41,12 @@ final class LimitCommands {
         Formats.printJson(out, g -> Formats.write(g, limits));
         return;
       }
-      TextTable t = new TextTable("SCOPE", "KEY", "MAX_RUNNING", "RUNNING", "SLOTS_HELD", "WAITING",
-          "OLDEST_WAITING_SINCE", "STUCK");
+      TextTable t = new TextTable("SCOPE", "KEY", "MAX_RUNNING", "RUNNING", "SLOTS_HELD", "PER_SECOND", "BURST",
+          "TOKENS", "WAITING", "OLDEST_WAITING_SINCE", "STUCK");
       for (LimitStatus l : limits) {
-        t.row(l.scope(), l.key(), l.maxRunning(), l.running(), l.slotsHeld(), l.waiting(),
-            Formats.text(l.oldestWaitingSince()), l.stuck());
+        t.row(l.scope(), l.key(), l.maxRunning() == 0 ? "" : l.maxRunning(), l.running(), l.slotsHeld(),
+            l.perSecond() == null ? "" : l.perSecond().toPlainString(), l.burst() == null ? "" : l.burst(),
+            l.tokens() == null ? "" : l.tokens(), l.waiting(), Formats.text(l.oldestWaitingSince()), l.stuck());
       }
       out.print(t.isEmpty() ? "no limits (a tenant runs one task at a time; queues and kinds are unlimited)\n"
           : t.render());
@@ -104,21 +105,31 @@ final class LimitCommands {
     }
   }
 
-  /** {@code pgtask limit set --scope S --key K --max-running N}. */
+  /** {@code pgtask limit set --scope S --key K [--max-running N] [--per-second R [--burst B]]}. */
   @Command(name = "set", mixinStandardHelpOptions = true,
-      description = "At most N tasks of the tenant, queue or kind run at once across the cluster (durable; replaces"
-          + " its limit). Running tasks are never stopped by a lower limit.",
-      footer = "%nExit codes: 0 set, 2 invalid scope, key or maximum (nothing stored).")
+      description = "At most N tasks of the tenant, queue or kind run at once across the cluster, and/or at most"
+          + " B + R x t start in any t seconds (durable; replaces its limit). Running tasks are never stopped by a"
+          + " lower limit.",
+      footer = "%nExit codes: 0 set, 2 invalid scope, key, maximum, rate or burst (nothing stored).")
   static final class Set extends Change {
-    @Option(names = "--max-running", required = true, description = "1 to 1024.")
-    int maxRunning;
+    @Option(names = "--max-running", description = "1 to 1024.")
+    Integer maxRunning;
+
+    @Option(names = "--per-second", description = "Starts a second (database clock; retries count).")
+    java.math.BigDecimal perSecond;
+
+    @Option(names = "--burst", description = "Starts a rate admits at once (default 1).")
+    Integer burst;
 
     @Override
     String[] apply(PgTask pgtask) {
-      boolean created = pgtask.setLimit(scope, key, Limit.maxRunning(maxRunning));
+      boolean created = pgtask.setLimit(scope, key, new Limit(maxRunning, perSecond, burst));
+      String what = (maxRunning != null ? "at most " + maxRunning + " running at once" : "")
+          + (maxRunning != null && perSecond != null ? ", " : "")
+          + (perSecond != null ? perSecond.toPlainString() + " starts a second (burst " + (burst == null ? 1 : burst)
+              + ")" : "");
       return new String[] {created ? "created" : "changed",
-          scope.sqlName() + " " + key + ": at most " + maxRunning + " running at once"
-              + (created ? "" : " (replaced its previous limit)")};
+          scope.sqlName() + " " + key + ": " + what + (created ? "" : " (replaced its previous limit)")};
     }
   }
 

@@ -7,7 +7,7 @@ import java.time.Instant;
  *
  * @param scope {@code tenant}, {@code queue} or {@code kind}
  * @param key the tenant's, queue's or kind's name
- * @param maxRunning how many of its tasks may run at once
+ * @param maxRunning how many of its tasks may run at once (a tenant with a rate only: 1; a queue or kind with a rate only: 0, none)
  * @param running its tasks in state running (claimed ahead of a free executor too)
  * @param slotsHeld its slots held right now by task transactions (from {@code pg_locks}): never above maxRunning
  * @param waiting its queued tasks (due or not)
@@ -15,6 +15,11 @@ import java.time.Instant;
  * @param stuck its running tasks whose lease has run out (their worker is gone; the rescue pass takes them back)
  * @param updatedAt when it was last set
  * @param updatedBy the database role that set it
+ * @param perSecond its rate (starts a second), or null without one
+ * @param burst its rate's burst, or null without a rate
+ * @param tokens the starts its rate admits now, or null without a rate
+ * @param nextTokenAt when its rate's next token is due while it has none, else null
  */
 public record LimitStatus(String scope, String key, int maxRunning, long running, long slotsHeld, long waiting,
-    Instant oldestWaitingSince, long stuck, Instant updatedAt, String updatedBy) {}
+    Instant oldestWaitingSince, long stuck, Instant updatedAt, String updatedBy, java.math.BigDecimal perSecond,
+    Integer burst, Integer tokens, Instant nextTokenAt) {}

@@ -122,7 +122,8 @@ public final class OperatorViews {
     return read(c, "limits", "ORDER BY scope, key", rs -> new LimitStatus(rs.getString("scope"), rs.getString("key"),
         rs.getInt("max_running"), rs.getLong("running"), rs.getLong("slots_held"), rs.getLong("waiting"),
         instant(rs, "oldest_waiting_since"), rs.getLong("stuck"), instant(rs, "updated_at"),
-        rs.getString("updated_by")));
+        rs.getString("updated_by"), rs.getBigDecimal("per_second"), integer(rs, "burst"), integer(rs, "tokens"),
+        instant(rs, "next_token_at")));
   }
 
   /** The busiest tenants of the recent window (at most {@code limit}), in the view's order. */

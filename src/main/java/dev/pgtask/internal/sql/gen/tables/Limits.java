@@ -7,6 +7,7 @@ package dev.pgtask.internal.sql.gen.tables;
 import dev.pgtask.internal.sql.gen.Pgtask;
 import dev.pgtask.internal.sql.gen.tables.records.LimitsRecord;
 
+import java.math.BigDecimal;
 import java.time.Instant;
 import java.util.Collection;
 
@@ -97,6 +98,26 @@ public class Limits extends TableImpl<LimitsRecord> {
      * The column <code>pgtask.limits.updated_by</code>.
      */
     public final TableField<LimitsRecord, String> UPDATED_BY = createField(DSL.name("updated_by"), SQLDataType.VARCHAR, this, "");
+
+    /**
+     * The column <code>pgtask.limits.per_second</code>.
+     */
+    public final TableField<LimitsRecord, BigDecimal> PER_SECOND = createField(DSL.name("per_second"), SQLDataType.NUMERIC, this, "");
+
+    /**
+     * The column <code>pgtask.limits.burst</code>.
+     */
+    public final TableField<LimitsRecord, Integer> BURST = createField(DSL.name("burst"), SQLDataType.INTEGER, this, "");
+
+    /**
+     * The column <code>pgtask.limits.tokens</code>.
+     */
+    public final TableField<LimitsRecord, Integer> TOKENS = createField(DSL.name("tokens"), SQLDataType.INTEGER, this, "");
+
+    /**
+     * The column <code>pgtask.limits.next_token_at</code>.
+     */
+    public final TableField<LimitsRecord, Instant> NEXT_TOKEN_AT = createField(DSL.name("next_token_at"), SQLDataType.INSTANT, this, "");
 
     private Limits(Name alias, Table<LimitsRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);

@@ -6,6 +6,7 @@ package dev.pgtask.internal.sql.gen.tables.records;
 
 import dev.pgtask.internal.sql.gen.tables.Limits;
 
+import java.math.BigDecimal;
 import java.time.Instant;
 
 import org.jooq.impl.TableRecordImpl;
@@ -169,6 +170,66 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
         return (String) get(9);
     }
 
+    /**
+     * Setter for <code>pgtask.limits.per_second</code>.
+     */
+    public LimitsRecord setPerSecond(BigDecimal value) {
+        set(10, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.limits.per_second</code>.
+     */
+    public BigDecimal getPerSecond() {
+        return (BigDecimal) get(10);
+    }
+
+    /**
+     * Setter for <code>pgtask.limits.burst</code>.
+     */
+    public LimitsRecord setBurst(Integer value) {
+        set(11, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.limits.burst</code>.
+     */
+    public Integer getBurst() {
+        return (Integer) get(11);
+    }
+
+    /**
+     * Setter for <code>pgtask.limits.tokens</code>.
+     */
+    public LimitsRecord setTokens(Integer value) {
+        set(12, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.limits.tokens</code>.
+     */
+    public Integer getTokens() {
+        return (Integer) get(12);
+    }
+
+    /**
+     * Setter for <code>pgtask.limits.next_token_at</code>.
+     */
+    public LimitsRecord setNextTokenAt(Instant value) {
+        set(13, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.limits.next_token_at</code>.
+     */
+    public Instant getNextTokenAt() {
+        return (Instant) get(13);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -183,7 +244,7 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
     /**
      * Create a detached, initialised LimitsRecord
      */
-    public LimitsRecord(String scope, String key, Integer maxRunning, Long running, Long slotsHeld, Long waiting, Instant oldestWaitingSince, Long stuck, Instant updatedAt, String updatedBy) {
+    public LimitsRecord(String scope, String key, Integer maxRunning, Long running, Long slotsHeld, Long waiting, Instant oldestWaitingSince, Long stuck, Instant updatedAt, String updatedBy, BigDecimal perSecond, Integer burst, Integer tokens, Instant nextTokenAt) {
         super(Limits.LIMITS);
 
         setScope(scope);
@@ -196,6 +257,10 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
         setStuck(stuck);
         setUpdatedAt(updatedAt);
         setUpdatedBy(updatedBy);
+        setPerSecond(perSecond);
+        setBurst(burst);
+        setTokens(tokens);
+        setNextTokenAt(nextTokenAt);
         resetChangedOnNotNull();
     }
 }
