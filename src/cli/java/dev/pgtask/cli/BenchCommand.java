@@ -20,7 +20,7 @@ public final class BenchCommand implements Callable<Integer> {
 
   @Option(names = "--only", split = ",", paramLabel = "KEY",
       description = "Run only these measurements (comma-separated): warmup, plain_floor, tx_floor, batched_floor, plain, "
-          + "defaults, batched, enqueue, notify, idle, delayed, sustained. Skipped figures print as NaN.")
+          + "defaults, batched, enqueue, notify, idle, delayed, sustained, capped. Skipped figures print as NaN.")
   java.util.List<String> only = java.util.List.of();
 
   @Override

@@ -34,7 +34,7 @@ public final class Benchmark {
 
   /** The measurements, by the keys of {@code --only} (and of the summary line, where they appear in it). */
   public static final List<String> KEYS = List.of("warmup", "plain_floor", "tx_floor", "batched_floor", "plain",
-      "defaults", "batched", "enqueue", "notify", "idle", "delayed", "sustained");
+      "defaults", "batched", "enqueue", "notify", "idle", "delayed", "sustained", "capped");
 
   // the JIT keeps compiling the worker's hot path for the first few tens of thousands of tasks
   // the JIT keeps compiling the worker's hot path for the first few tens of thousands of tasks
@@ -97,6 +97,12 @@ public final class Benchmark {
       Stat batched50 = report.measure("batched", "pgtask transactional + tenants, commit batching 32, concurrency 50", "tasks/s",
           run -> throughput.drain(pool, pgtask, 50, WorkerThroughput.Mode.TRANSACTIONAL_BATCHED));
 
+      CappedThroughput capped = new CappedThroughput(sizes.drainTasks());
+      Stat uncapped = report.measure("capped", "4 workers x concurrency 10, tasks of 20 ms, no limit", "tasks/s",
+          run -> capped.drain(pool, pgtask, 0));
+      Stat capped40 = report.measure("capped", "the same, their kind capped at 40 (pgtask.set_limit)", "tasks/s",
+          run -> capped.drain(pool, pgtask, 40));
+
       report.measure("enqueue", "enqueue: Java batch of 10000 (enqueueAll)", "tasks/s", run -> throughput.enqueueBatch(pool, pgtask, run == 0));
       Stat[] singles = report.selected("enqueue") ? throughput.singleEnqueues(pool) : new Stat[] {Stat.SKIPPED, Stat.SKIPPED, Stat.SKIPPED};
       Stat single = singles[WorkerThroughput.SingleEnqueue.FUNCTION.ordinal()];
@@ -137,6 +143,10 @@ public final class Benchmark {
           + "single enqueue vs INSERT into pgtask.task %.2f (vs a bare table %.2f)%n",
           plain / plainFloor.median(), defaults.median() / txFloor.median(), batched / batchedFloor.median(),
           single.median() / direct.median(), single.median() / bare.median());
+      if (report.selected("capped")) {
+        out.printf(Locale.ROOT, "pgtask bench capped: uncapped=%d capped_40=%d capped_ratio=%.2f%n",
+            Math.round(uncapped.median()), Math.round(capped40.median()), capped40.median() / uncapped.median());
+      }
       out.printf(Locale.ROOT, "idle start latency by NOTIFY from the enqueue call: p50 %.2f ms, p99 %.2f ms; in-process wake: "
           + "p50 %.2f ms, p99 %.2f ms%n", latency[4].median(), latency[5].median(), latency[2].median(), latency[3].median());
       out.printf(Locale.ROOT, "pgtask bench: plain=%d plain_floor=%d defaults=%d tx_floor=%d batched=%d batched_floor=%d "

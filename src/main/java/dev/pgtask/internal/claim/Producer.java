@@ -253,6 +253,12 @@ public final class Producer extends Service {
         // a task waits for a rate limit's token: claim when it is due, not at the next poll
         wakeups.timer().dueIn(java.time.Duration.ofMillis(claim.nextTokenMillis()));
       }
+      if (claim.heldForRoom() > 0 && isRunning()) {
+        // tasks under a limit were left for want of an idle executor: claim again when one is free
+        // (bounded, so a stop is seen), not at a wake-up that nobody sends
+        executor.awaitIdleExecutor(config.pollInterval().toMillis());
+        continue;
+      }
       boolean full = claim.locked() >= room;
       spills.claimed(spill, full);
       if (!full) {

@@ -100,6 +100,31 @@ final class Capacity {
     }
   }
 
+  /** Producers waiting in {@link #awaitIdle}. */
+  private volatile int idleWaiters;
+
+  /**
+   * Blocks until an executor thread has no claimed task, at most {@code millis}: the producer's
+   * wait after a claim that left tasks under a limit for want of one.
+   */
+  void awaitIdle(long millis) throws InterruptedException {
+    long deadline = System.nanoTime() + millis * 1_000_000L;
+    synchronized (capacityMonitor) {
+      idleWaiters++;
+      try {
+        while (idle() == 0) {
+          long left = (deadline - System.nanoTime()) / 1_000_000L;
+          if (left <= 0) {
+            return;
+          }
+          capacityMonitor.wait(left);
+        }
+      } finally {
+        idleWaiters--;
+      }
+    }
+  }
+
   /** Executor threads with no claimed task: tasks handed over now start at once. */
   int idle() {
     return Math.max(0, concurrency - occupied.get());
@@ -126,7 +151,7 @@ final class Capacity {
         recentFinishes.add(System.nanoTime());
         prefetch = prefetch();
       }
-      if (concurrency + prefetch - now >= minClaim(prefetch)) {
+      if (concurrency + prefetch - now >= minClaim(prefetch) || idleWaiters > 0) {
         synchronized (capacityMonitor) {
           capacityMonitor.notifyAll();
         }

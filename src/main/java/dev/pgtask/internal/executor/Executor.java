@@ -176,6 +176,11 @@ public final class Executor extends Service {
     return capacity.idle();
   }
 
+  /** Waits until an executor thread is idle, at most {@code millis} (see {@link Capacity#awaitIdle}). */
+  public void awaitIdleExecutor(long millis) throws InterruptedException {
+    capacity.awaitIdle(millis);
+  }
+
   /** The rate limits whose tokens tasks put back without starting give back at the next claim. */
   public Integer[] takeRefunds() {
     return writer.takeRefunds();

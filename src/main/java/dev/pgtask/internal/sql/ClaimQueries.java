@@ -50,9 +50,10 @@ public final class ClaimQueries {
 
   /**
    * The claim's result: the tasks, how many rows the locking select returned, and the milliseconds
-   * until a rate limit's next token when a task waits for one (else null).
+   * until a rate limit's next token when a task waits for one (else null), and the tasks under a
+   * limit it left for want of an idle executor (its worker claims again when one is free).
    */
-  public record Claim(List<Claimed> tasks, int locked, Long nextTokenMillis) {}
+  public record Claim(List<Claimed> tasks, int locked, Long nextTokenMillis, int heldForRoom) {}
 
   // the claim statement for n queues, rendered once (see PreparedQuery), by queue count and bounds
   private static final java.util.Map<String, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
@@ -109,6 +110,7 @@ public final class ClaimQueries {
       int lockedRows = 0;
       Long headId = null;
       Long nextToken = null;
+      int heldForRoom = 0;
       ExecuteQueries.LockResult headLock = ExecuteQueries.LockResult.FENCED_OUT;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
         ClaimRows.firstResultSet(ps);
@@ -117,6 +119,7 @@ public final class ClaimQueries {
             headId = ClaimRows.headId(rs);
             lockedRows = ClaimRows.lockedRows(rs);
             nextToken = ClaimRows.nextTokenMillis(rs);
+            heldForRoom = ClaimRows.heldForRoom(rs);
             if (ClaimRows.hasTask(rs)) {
               tasks.add(ClaimRows.claimed(rs));
             }
@@ -134,7 +137,7 @@ public final class ClaimQueries {
           }
         }
       }
-      Claim claim = new Claim(tasks, lockedRows, nextToken);
+      Claim claim = new Claim(tasks, lockedRows, nextToken, heldForRoom);
       if (headId == null) {
         return new StartedClaim(claim, null, 0, null);
       }
@@ -222,6 +225,7 @@ public final class ClaimQueries {
       List<Claimed> tasks = new ArrayList<>();
       int lockedRows = 0;
       Long nextToken = null;
+      int heldForRoom = 0;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
         ClaimRows.firstResultSet(ps);
         try (java.sql.ResultSet rs = ps.getResultSet()) {
@@ -231,6 +235,7 @@ public final class ClaimQueries {
             }
             lockedRows = ClaimRows.lockedRows(rs);
             nextToken = ClaimRows.nextTokenMillis(rs);
+            heldForRoom = ClaimRows.heldForRoom(rs);
           }
         }
         ps.getMoreResults(); // the COMMIT
@@ -238,7 +243,7 @@ public final class ClaimQueries {
       conn.setAutoCommit(true); // committed: no round trip
       conn.close();
       conn = null;
-      return new Claim(tasks, lockedRows, nextToken);
+      return new Claim(tasks, lockedRows, nextToken, heldForRoom);
     } catch (java.sql.SQLException e) {
       throw new org.jooq.exception.DataAccessException("claim failed: " + e.getMessage(), e);
     } finally {

@@ -25,6 +25,8 @@ final class ClaimRows {
   static final String CHARGED = "charged";
   /** The claim's column: milliseconds until a rate limit's next token, or NULL when none waits. */
   static final String NEXT_TOKEN_MS = "next_token_ms";
+  /** The claim's column: rows its limits admit that it left for want of an idle executor. */
+  static final String HELD_FOR_ROOM = "held_for_room";
   /** The claim's column: a queue or kind concurrency limit applies to the task. */
   static final String CAPPED = "capped";
   /** The claim-and-start's column: the id of the task whose re-lock follows, or NULL. */
@@ -55,6 +57,11 @@ final class ClaimRows {
   }
 
   private static final int[] NONE = new int[0];
+
+  /** Rows the claim's limits admit that it left for want of an idle executor. */
+  static int heldForRoom(ResultSet rs) throws SQLException {
+    return rs.getInt(HELD_FOR_ROOM);
+  }
 
   /** Milliseconds until a rate limit's next token, or null when no task waits for one. */
   static Long nextTokenMillis(ResultSet rs) throws SQLException {

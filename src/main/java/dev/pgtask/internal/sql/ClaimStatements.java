@@ -47,7 +47,7 @@ final class ClaimStatements {
    * the spill (see {@link #spill}).
    */
   private record ClaimParts(List<CommonTableExpression<?>> ctes, Condition picked, Field<Integer> lockedCount,
-      Field<Integer> spill, Field<Long> nextTokenMillis) {}
+      Field<Integer> spill, Field<Long> nextTokenMillis, Field<Integer> heldForRoom) {}
 
   private static ClaimParts claimParts(int queueCount) {
     Task c = TASK.as("c");
@@ -131,20 +131,24 @@ final class ClaimStatements {
     Field<Boolean> limited = ClaimLimits.limited(limitRoom, lTenant, lQueue, lKind);
     Field<Integer> limitedRank = DSL.rowNumber().over(DSL.partitionBy(limited)
         .orderBy(locked.field(c.PRIORITY), lId));
-    var ranked = DSL.select(lId.as("id"), rank.as("rn"), tenantRoom.as("tenant_room"), queueRank.as("rn_q"),
-            queueRoom.as("queue_room"), kindRank.as("rn_k"), kindRoom.as("kind_room"), limited.as("limited"),
-            limitedRank.as("rn_limited"))
-        .from(locked)
-        .asTable("ranked");
+    // beyond_room: a task under a limit past the worker's idle executors (:capped_room, bound once)
+    Field<Integer> cappedRoom = DSL.field(DSL.select(DSL.param("capped_room", Integer.class)));
+    CommonTableExpression<?> ranked = DSL.name("ranked").as(DSL.select(lId.as("id"), rank.as("rn"),
+            tenantRoom.as("tenant_room"), queueRank.as("rn_q"), queueRoom.as("queue_room"), kindRank.as("rn_k"),
+            kindRoom.as("kind_room"), DSL.field(limited.isTrue().and(limitedRank.gt(cappedRoom))).as("beyond_room"))
+        .from(locked));
     Field<Long> rId = ranked.field("id", Long.class);
+    Condition withinLimits = ranked.field("rn", Integer.class).le(ranked.field("tenant_room", Integer.class))
+        .and(ranked.field("rn_q", Integer.class).le(ranked.field("queue_room", Integer.class)))
+        .and(ranked.field("rn_k", Integer.class).le(ranked.field("kind_room", Integer.class)));
+    Condition beyondRoom = ranked.field("beyond_room", Boolean.class).isTrue();
     var picked = DSL.name("picked").as(DSL.select(rId.as("id"))
         .from(ranked)
-        .where(ranked.field("rn", Integer.class).le(ranked.field("tenant_room", Integer.class)))
-        .and(ranked.field("rn_q", Integer.class).le(ranked.field("queue_room", Integer.class)))
-        .and(ranked.field("rn_k", Integer.class).le(ranked.field("kind_room", Integer.class)))
-        .and(ranked.field("limited", Boolean.class).isFalse()
-            .or(ranked.field("rn_limited", Integer.class).le(DSL.field(DSL.select(DSL.param("capped_room",
-                Integer.class)))))));
+        .where(withinLimits)
+        .and(beyondRoom.not()));
+    // the rows the limits admit that this claim left for want of an idle executor: its worker
+    // claims again as soon as one is free (it would otherwise wait for a wake-up that no one sends)
+    Field<Integer> heldForRoom = DSL.field(DSL.selectCount().from(ranked).where(withinLimits).and(beyondRoom));
     // of those, the ones every rate limit that applies grants a token now
     CommonTableExpression<?> rated = ClaimLimits.rated(picked, locked);
     CommonTableExpression<?> granted = ClaimLimits.granted(rated);
@@ -153,9 +157,10 @@ final class ClaimStatements {
     Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
 
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
-    return new ClaimParts(List.of(limitRoom, locked, picked, rated, granted), TASK.ID.eq(DSL.any(DSL.array(kept))),
-        lockedCount,
-        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), ClaimLimits.nextTokenMillis(granted));
+    return new ClaimParts(List.of(limitRoom, locked, ranked, picked, rated, granted),
+        TASK.ID.eq(DSL.any(DSL.array(kept))), lockedCount,
+        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), ClaimLimits.nextTokenMillis(granted),
+        heldForRoom);
   }
 
   /**
@@ -272,11 +277,13 @@ final class ClaimStatements {
     ClaimParts p = claimParts(queueCount);
     var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p).returningResult(claimedColumns()));
     var summary = DSL.name("summary").as(DSL.select(p.lockedCount().as(ClaimRows.LOCKED_ROWS),
-        p.spill().as("spilled"), p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS)));
+        p.spill().as("spilled"), p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS),
+        p.heldForRoom().as(ClaimRows.HELD_FOR_ROOM)));
     List<org.jooq.SelectFieldOrAsterisk> fields = new ArrayList<>(claimedFields(claimed));
     fields.add(summary.field(ClaimRows.LOCKED_ROWS, Integer.class));
     fields.add(summary.field("spilled", Integer.class));
     fields.add(summary.field(ClaimRows.NEXT_TOKEN_MS, Long.class));
+    fields.add(summary.field(ClaimRows.HELD_FOR_ROOM, Integer.class));
     List<CommonTableExpression<?>> ctes = new ArrayList<>(p.ctes());
     ctes.add(claimed);
     ctes.add(summary);
@@ -317,7 +324,7 @@ final class ClaimStatements {
         setval(TaskSql.HEAD_ID_SEQUENCE, DSL.coalesce(headId, DSL.inline(0L))).as("head_id_set"),
         setval(TaskSql.HEAD_ATTEMPT_SEQUENCE, DSL.coalesce(headAttempt, DSL.inline(0))).as("head_attempt_set"),
         headId.as(ClaimRows.HEAD_ID), p.spill().as("spilled"), p.lockedCount().as(ClaimRows.LOCKED_ROWS),
-        p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS)));
+        p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS), p.heldForRoom().as(ClaimRows.HELD_FOR_ROOM)));
     List<org.jooq.SelectFieldOrAsterisk> fields = new ArrayList<>(claimedFields(claimed));
     fields.add(head.field(ClaimRows.LOCKED_ROWS, Integer.class));
     fields.add(head.field(ClaimRows.HEAD_ID, Long.class));
@@ -325,6 +332,7 @@ final class ClaimStatements {
     fields.add(head.field("head_attempt_set", Long.class));
     fields.add(head.field("spilled", Integer.class));
     fields.add(head.field(ClaimRows.NEXT_TOKEN_MS, Long.class));
+    fields.add(head.field(ClaimRows.HELD_FOR_ROOM, Integer.class));
     List<CommonTableExpression<?>> ctes = new ArrayList<>(p.ctes());
     ctes.add(claimed);
     ctes.add(headTask);
