@@ -137,6 +137,8 @@ class DebounceTest {
     long second = queue.pgtask().enqueue(NewTask.of("debounce.running", Map.of("n", 2),
         TaskOptions.defaults().withQueue("running").withDedupeKey("running-key").withDebounce(Duration.ofMillis(50))));
     assertThat(second).as("id of the enqueue made while the key's task runs").isNotEqualTo(first);
+    assertThat(workers.state(first)).as("the first task when the second enqueue returned: it waited for nothing")
+        .isEqualTo("running");
     assertThat(queue.sql().text("SELECT payload->>'n' FROM pgtask.task WHERE id = " + first))
         .as("payload of the running task").isEqualTo("1");
     release.countDown();
