@@ -187,6 +187,8 @@ AS $$
       'task_debounce|a debounced task runs at now() + debounce: give debounce or run_at, not both'
   END
 $$;
+-- nothing for PUBLIC, also where R__06_privileges does not run after this (see R__03_enqueue.sql)
+REVOKE EXECUTE ON FUNCTION pgtask.debounce_error(text, interval, timestamptz) FROM PUBLIC;
 
 -- Raises the error produced by task_input_error as SQLSTATE 23514 (check_violation) with the
 -- constraint name set, so drivers can report it by name.

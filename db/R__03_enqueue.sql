@@ -160,6 +160,11 @@ BEGIN
   EXECUTE format('DROP FUNCTION %s', v_old);
 END
 $$;
+-- Nothing for PUBLIC, here and not only in R__06_privileges: on an upgrade Flyway re-applies only
+-- the repeatable migrations whose text changed, so R__06 may not run after this file, and its
+-- ALTER DEFAULT PRIVILEGES IN SCHEMA cannot take back the EXECUTE that every new function gives
+-- PUBLIC (a per-schema default only adds to the global one).
+REVOKE EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval) FROM PUBLIC;
 
 -- Enqueues a batch in one call. The arrays are parallel (one element per task; NULL elements take
 -- the defaults of pgtask.enqueue; payloads, queues, ... may be NULL as a whole). Returns one row
