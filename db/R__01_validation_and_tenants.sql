@@ -166,6 +166,30 @@ AS $$
   END
 $$;
 
+-- NULL when an enqueue's debounce is acceptable (NULL: no debounce), else "<constraint>|<message>"
+-- (task_debounce). A debounced task is found by its key, so it needs one (dedupe_key, which for it
+-- names a key space of its own: docs/how-it-works.md, "Debounce"); its run_at is now() + debounce,
+-- so it takes no run_at besides; and the interval is above zero and at most a day (a debounce is a
+-- short quiet period, not a schedule; a longer delay is run_at's job).
+CREATE OR REPLACE FUNCTION pgtask.debounce_error(p_dedupe_key text, p_debounce interval, p_run_at timestamptz)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE -- stable: an interval prints as IntervalStyle says
+AS $$
+  SELECT CASE
+    WHEN p_debounce IS NULL THEN NULL
+    WHEN p_dedupe_key IS NULL THEN
+      'task_debounce|debounce needs a dedupe_key: the key of the pending task a new enqueue replaces'
+    WHEN p_debounce <= interval '0' THEN
+      'task_debounce|debounce must be above zero, not ' || p_debounce::text
+    WHEN p_debounce > interval '1 day' THEN
+      'task_debounce|debounce must be at most 1 day, not ' || p_debounce::text
+    WHEN p_run_at IS NOT NULL THEN
+      'task_debounce|a debounced task runs at now() + debounce: give debounce or run_at, not both'
+  END
+$$;
+-- nothing for PUBLIC, also where R__06_privileges does not run after this (see R__03_enqueue.sql)
+REVOKE EXECUTE ON FUNCTION pgtask.debounce_error(text, interval, timestamptz) FROM PUBLIC;
+
 -- Raises the error produced by task_input_error as SQLSTATE 23514 (check_violation) with the
 -- constraint name set, so drivers can report it by name.
 CREATE OR REPLACE FUNCTION pgtask.raise_input_error(p_error text, p_context text) RETURNS void

@@ -3,7 +3,10 @@
 
 -- Enqueues one task. Named arguments; run_at NULL means now (database clock); lower priority
 -- runs first. With a dedupe_key, returns the id of the unfinished task holding that key instead of
--- inserting (scope: the whole task table, all kinds and queues).
+-- inserting (scope: the whole task table, all kinds and queues). With a dedupe_key and a debounce,
+-- the key is a debounce key instead (a key space of its own, the column debounce_key; dedupe_key
+-- stays NULL): while a task holding it has not started, the enqueue replaces that task's payload
+-- and moves its run_at to now() + debounce, and returns its id (below, "Debounce").
 -- The payload limit is read into a variable before validating: with a sub-select among its
 -- arguments the validation function could not be inlined and PostgreSQL planned it afresh on every
 -- call (about half of the function's time). A task without a tenant never calls pgtask.tenant_id.
@@ -18,7 +21,8 @@ CREATE OR REPLACE FUNCTION pgtask.enqueue(
   run_at timestamptz DEFAULT NULL,
   priority integer DEFAULT 0,
   max_attempts integer DEFAULT 25,
-  dedupe_key text DEFAULT NULL
+  dedupe_key text DEFAULT NULL,
+  debounce interval DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -33,6 +37,8 @@ DECLARE
   v_error text;
   v_tenant_id integer;
   v_id bigint;
+  v_run_at timestamptz := enqueue.run_at;
+  v_task record;
 BEGIN
   SELECT s.max_payload_bytes, s.producer_bounds INTO v_max_payload, v_bounds
   FROM pgtask.settings s;
@@ -41,9 +47,14 @@ BEGIN
   IF v_error IS NULL AND NOT isfinite(enqueue.run_at) THEN
     v_error := pgtask.run_at_error(enqueue.run_at);
   END IF;
+  IF v_error IS NULL AND enqueue.debounce IS NOT NULL THEN
+    v_error := pgtask.debounce_error(enqueue.dedupe_key, enqueue.debounce, enqueue.run_at);
+    -- the debounced run_at, which the producer bounds judge as any other (it is never in the past)
+    v_run_at := now() + enqueue.debounce;
+  END IF;
   IF v_error IS NULL AND v_bounds THEN
     SELECT pgtask.producer_bound_error(b.caller, b.min_priority, b.max_priority, b.past_run_at,
-                                       coalesce(enqueue.priority, 0), enqueue.run_at)
+                                       coalesce(enqueue.priority, 0), v_run_at)
     INTO v_error
     FROM pgtask.caller_producer_bound() b;
   END IF;
@@ -52,6 +63,52 @@ BEGIN
   END IF;
   IF enqueue.tenant IS NOT NULL THEN
     v_tenant_id := pgtask.tenant_id(enqueue.tenant);
+  END IF;
+  IF enqueue.debounce IS NOT NULL THEN
+    -- Debounce. The pending holder of the key (queued and never claimed: task_debounce_key_idx,
+    -- V9__debounce.sql) gets the new payload and run_at; without one, the task is inserted. A
+    -- concurrent uncommitted holder is waited for, as for dedupe, then updated or, if it rolled
+    -- back, replaced by this insert. A task that has started is in no key's way: an enqueue while
+    -- it runs (or while its retry waits) inserts the next pending task, so the last payload always
+    -- runs after the last enqueue. kind, queue and tenant must be the holder's (its payload is
+    -- theirs); its priority and max_attempts stay as first enqueued.
+    -- Tenant heads as pgtask.update_task keeps them: a waiting task is decided again for its new
+    -- run_at as an insert decides it; a head moved later keeps being a head and the statement's
+    -- update trigger (task_after_update_heads, R__02) hands its tenant's next due task on, as it
+    -- does for update_task. (The proposed row's blocked, from the insert trigger, counted the
+    -- holder itself as a head: not used.)
+    INSERT INTO pgtask.task AS t (kind, payload, queue, tenant_id, run_at, priority, max_attempts, debounce_key)
+    VALUES (enqueue.kind, enqueue.payload, enqueue.queue, v_tenant_id, v_run_at,
+            coalesce(enqueue.priority, 0), enqueue.max_attempts, enqueue.dedupe_key)
+    ON CONFLICT (debounce_key)
+      WHERE debounce_key IS NOT NULL AND state IN ('available', 'retryable') AND attempted_at IS NULL
+    DO UPDATE
+    SET payload = excluded.payload,
+        run_at = excluded.run_at,
+        trace_parent = excluded.trace_parent, -- the trace of the enqueue whose payload runs
+        blocked = CASE WHEN t.blocked THEN EXISTS (
+                    SELECT 1 FROM pgtask.task h
+                    WHERE h.tenant_id = t.tenant_id AND h.queue = t.queue AND NOT h.blocked
+                      AND h.state IN ('available', 'retryable', 'running')
+                      AND (h.state = 'running' OR h.run_at <= excluded.run_at))
+                  ELSE false END
+    WHERE t.kind = excluded.kind AND t.queue = excluded.queue
+      AND t.tenant_id IS NOT DISTINCT FROM excluded.tenant_id
+    RETURNING t.id, t.queue, t.run_at, t.blocked, t.xmax::text <> '0' AS updated INTO v_task;
+    IF v_task.id IS NULL THEN
+      -- the holder (locked by the ON CONFLICT) is of another kind, queue or tenant
+      SELECT t.id, t.kind, t.queue INTO v_task FROM pgtask.task t
+      WHERE t.debounce_key = enqueue.dedupe_key AND t.state IN ('available', 'retryable') AND t.attempted_at IS NULL;
+      PERFORM pgtask.raise_input_error('task_debounce|debounce key is held by pending task ' || v_task.id::text
+        || ' of kind ' || v_task.kind || ' in queue ' || v_task.queue
+        || ' (and its tenant): a debounced enqueue must name the same kind, queue and tenant', NULL);
+    END IF;
+    -- Wake-up: an update fires no insert trigger, and a run_at moved later no put-back trigger
+    -- (R__02a_wakeup.sql): say when the task is now due, as the insert would have.
+    IF v_task.updated AND NOT v_task.blocked THEN
+      PERFORM pgtask.wake_queues(ARRAY[v_task.queue], ARRAY[v_task.run_at]);
+    END IF;
+    RETURN v_task.id;
   END IF;
   IF enqueue.dedupe_key IS NULL THEN
     INSERT INTO pgtask.task (kind, payload, queue, tenant_id, run_at, priority, max_attempts)
@@ -79,6 +136,35 @@ BEGIN
   END LOOP;
 END
 $$;
+
+-- pgtask.enqueue gained its debounce parameter (V9__debounce.sql). CREATE OR REPLACE cannot add a
+-- parameter, so the function above is a new one beside the eight-parameter one it replaces: every
+-- role that could execute the old one (pgtask.grant_producer's grants, or the owner's own) gets
+-- the same on the new one, and then the old one is dropped. Callers keep working unchanged: the
+-- new parameter has a default, and named or positional calls of the old one call the new one.
+DO $$
+DECLARE
+  v_old regprocedure := to_regprocedure('pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text)');
+  v_grantee regrole;
+BEGIN
+  IF v_old IS NULL THEN
+    RETURN;
+  END IF;
+  FOR v_grantee IN
+    SELECT a.grantee::regrole FROM pg_proc p, aclexplode(p.proacl) a
+    WHERE p.oid = v_old AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+  LOOP
+    EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval) TO %s',
+                   v_grantee);
+  END LOOP;
+  EXECUTE format('DROP FUNCTION %s', v_old);
+END
+$$;
+-- Nothing for PUBLIC, here and not only in R__06_privileges: on an upgrade Flyway re-applies only
+-- the repeatable migrations whose text changed, so R__06 may not run after this file, and its
+-- ALTER DEFAULT PRIVILEGES IN SCHEMA cannot take back the EXECUTE that every new function gives
+-- PUBLIC (a per-schema default only adds to the global one).
+REVOKE EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval) FROM PUBLIC;
 
 -- Enqueues a batch in one call. The arrays are parallel (one element per task; NULL elements take
 -- the defaults of pgtask.enqueue; payloads, queues, ... may be NULL as a whole). Returns one row
@@ -311,7 +397,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   EXECUTE format('GRANT USAGE ON SCHEMA pgtask TO %I', role_name);
-  EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text) TO %I', role_name);
+  EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval) TO %I', role_name);
   EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue_batch(text[], jsonb[], text[], text[], timestamptz[], integer[], integer[], text[]) TO %I', role_name);
 END
 $$;

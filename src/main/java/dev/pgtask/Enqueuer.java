@@ -156,7 +156,8 @@ final class Enqueuer {
    */
   private boolean wakeLocalWorkers(NewTask task) {
     TaskOptions o = task.options();
-    boolean dueNow = (o.delay() == null || o.delay().isZero() || o.delay().isNegative())
+    boolean dueNow = o.debounce() == null
+        && (o.delay() == null || o.delay().isZero() || o.delay().isNegative())
         && (o.runAt() == null || !o.runAt().isAfter(Instant.now()));
     if (dueNow) {
       LocalWake.committed(dataSource, o.queue());
@@ -180,7 +181,12 @@ final class Enqueuer {
           + ": run_at must be a finite time the database can hold (4713 BC to 294276 AD), not "
           + (o.runAt() != null ? o.runAt() : "now + " + o.delay()));
     }
+    if (o.debounce() != null && index >= 0) {
+      // pgtask.enqueue_batch has no debounce: each debounced enqueue is an upsert of its own
+      throw new InvalidTaskException("task_debounce", "pgtask: invalid task" + Payloads.where(index)
+          + ": debounce is not taken in a batch; enqueue a debounced task on its own (PgTask.enqueue)");
+    }
     return new EnqueueQueries.Row(task.kind(), payloads.json(task.payload(), index), o.queue(),
-        o.tenant(), o.runAt(), o.delay(), o.priority(), o.maxAttempts(), o.dedupeKey());
+        o.tenant(), o.runAt(), o.delay(), o.priority(), o.maxAttempts(), o.dedupeKey(), o.debounce());
   }
 }

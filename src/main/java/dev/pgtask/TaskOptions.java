@@ -5,8 +5,8 @@ import java.time.Instant;
 import java.util.Objects;
 
 /**
- * How and when a task runs: queue, tenant, run time, priority, attempts and dedupe key. Immutable;
- * each {@code withX} returns a copy.
+ * How and when a task runs: queue, tenant, run time, priority, attempts, dedupe key and debounce.
+ * Immutable; each {@code withX} returns a copy.
  *
  * <pre>{@code
  * TaskOptions.defaults().withQueue("mail").withTenant("acme").withDelay(Duration.ofMinutes(5))
@@ -27,7 +27,7 @@ public final class TaskOptions {
   public static final int DEFAULT_MAX_ATTEMPTS = 25;
 
   private static final TaskOptions DEFAULTS =
-      new TaskOptions(DEFAULT_QUEUE, null, null, null, DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, null);
+      new TaskOptions(DEFAULT_QUEUE, null, null, null, DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, null, null);
 
   private final String queue;
   private final String tenant;
@@ -36,9 +36,10 @@ public final class TaskOptions {
   private final int priority;
   private final int maxAttempts;
   private final String dedupeKey;
+  private final Duration debounce;
 
   private TaskOptions(String queue, String tenant, Instant runAt, Duration delay, int priority,
-      int maxAttempts, String dedupeKey) {
+      int maxAttempts, String dedupeKey, Duration debounce) {
     this.queue = queue;
     this.tenant = tenant;
     this.runAt = runAt;
@@ -46,16 +47,17 @@ public final class TaskOptions {
     this.priority = priority;
     this.maxAttempts = maxAttempts;
     this.dedupeKey = dedupeKey;
+    this.debounce = debounce;
   }
 
-  /** Queue {@value #DEFAULT_QUEUE}, no tenant, run now, priority 0, 25 attempts, no dedupe key. */
+  /** Queue {@value #DEFAULT_QUEUE}, no tenant, run now, priority 0, 25 attempts, no dedupe key, no debounce. */
   public static TaskOptions defaults() {
     return DEFAULTS;
   }
 
   /** The queue: letters, digits and {@code _ . : -}, 1 to 128 characters. */
   public TaskOptions withQueue(String queue) {
-    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey);
+    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey, debounce);
   }
 
   /**
@@ -63,34 +65,34 @@ public final class TaskOptions {
    * anywhere in the cluster. {@code null} for none.
    */
   public TaskOptions withTenant(String tenant) {
-    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey);
+    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey, debounce);
   }
 
-  /** Runs the task no earlier than {@code runAt}. Clears any delay. */
+  /** Runs the task no earlier than {@code runAt}. Clears any delay and any debounce. */
   public TaskOptions withRunAt(Instant runAt) {
-    return new TaskOptions(queue, tenant, runAt, null, priority, maxAttempts, dedupeKey);
+    return new TaskOptions(queue, tenant, runAt, null, priority, maxAttempts, dedupeKey, null);
   }
 
   /**
    * Runs the task no earlier than {@code delay} after the enqueue, measured by the database clock.
-   * Clears any run-at instant.
+   * Clears any run-at instant and any debounce.
    */
   public TaskOptions withDelay(Duration delay) {
     Objects.requireNonNull(delay, "delay");
     if (delay.isNegative()) {
       throw new IllegalArgumentException("delay must not be negative: " + delay);
     }
-    return new TaskOptions(queue, tenant, null, delay, priority, maxAttempts, dedupeKey);
+    return new TaskOptions(queue, tenant, null, delay, priority, maxAttempts, dedupeKey, null);
   }
 
   /** The priority; lower runs first. */
   public TaskOptions withPriority(int priority) {
-    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey);
+    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey, debounce);
   }
 
   /** Attempts before the task is discarded; at least 1. */
   public TaskOptions withMaxAttempts(int maxAttempts) {
-    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey);
+    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey, debounce);
   }
 
   /**
@@ -99,7 +101,22 @@ public final class TaskOptions {
    * not scoped by kind or queue, so prefix it yourself if needed.
    */
   public TaskOptions withDedupeKey(String dedupeKey) {
-    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey);
+    return new TaskOptions(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey, debounce);
+  }
+
+  /**
+   * Debounces the task on its dedupe key: while a task enqueued with this key and a debounce has not
+   * started (it is queued and was never claimed), enqueueing again replaces that task's payload
+   * (the last one wins), moves its start to {@code debounce} after this enqueue (database clock)
+   * and returns its id. A task that has started is never rewritten: an enqueue while it runs, or
+   * while its retry waits, creates the next pending task. The key is a debounce key, a key space
+   * apart from plain dedupe keys; the pending task's kind, queue and tenant must be this task's.
+   * Requires {@link #withDedupeKey}; {@code debounce} above zero and at most one day; refused at
+   * enqueue otherwise ({@link InvalidTaskException} {@code task_debounce}), and in a batch
+   * ({@link PgTask#enqueueAll}). Clears any run-at instant and any delay; {@code null} for none.
+   */
+  public TaskOptions withDebounce(Duration debounce) {
+    return new TaskOptions(queue, tenant, null, null, priority, maxAttempts, dedupeKey, debounce);
   }
 
   public String queue() {
@@ -134,6 +151,11 @@ public final class TaskOptions {
     return dedupeKey;
   }
 
+  /** The debounce, or {@code null}. */
+  public Duration debounce() {
+    return debounce;
+  }
+
   @Override
   public boolean equals(Object o) {
     return o instanceof TaskOptions other
@@ -143,18 +165,19 @@ public final class TaskOptions {
         && Objects.equals(tenant, other.tenant)
         && Objects.equals(runAt, other.runAt)
         && Objects.equals(delay, other.delay)
-        && Objects.equals(dedupeKey, other.dedupeKey);
+        && Objects.equals(dedupeKey, other.dedupeKey)
+        && Objects.equals(debounce, other.debounce);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey);
+    return Objects.hash(queue, tenant, runAt, delay, priority, maxAttempts, dedupeKey, debounce);
   }
 
   @Override
   public String toString() {
     return "TaskOptions[queue=" + queue + ", tenant=" + tenant + ", runAt=" + runAt + ", delay="
         + delay + ", priority=" + priority + ", maxAttempts=" + maxAttempts + ", dedupeKey="
-        + dedupeKey + "]";
+        + dedupeKey + ", debounce=" + debounce + "]";
   }
 }

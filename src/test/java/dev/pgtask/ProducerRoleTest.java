@@ -68,6 +68,25 @@ class ProducerRoleTest {
   }
 
   @Test
+  void producerCanDebounceAndSoReplaceThePayloadOfAPendingDebouncedTaskWhoeverEnqueuedIt() throws Exception {
+    long ownersTask;
+    try (Connection owner = db.connect()) {
+      ownersTask = queryLong(owner, "SELECT pgtask.enqueue('debounced.kind', '{\"by\": \"owner\"}',"
+          + " dedupe_key => 'debounced-key', debounce => interval '1 hour')");
+    }
+    try (Connection c = db.connectAs(PRODUCER, PASSWORD)) {
+      assertThat(queryLong(c, "SELECT pgtask.enqueue('debounced.kind', '{\"by\": \"producer\"}',"
+          + " dedupe_key => 'debounced-key', debounce => interval '1 minute')"))
+          .as("id the producer's debounced enqueue returns").isEqualTo(ownersTask);
+    }
+    try (Connection admin = db.connect()) {
+      assertThat(queryLong(admin, "SELECT count(*) FROM pgtask.task WHERE id = " + ownersTask
+          + " AND payload->>'by' = 'producer' AND run_at < now() + interval '2 minutes'"))
+          .as("the owner's pending task, with the producer's payload and start").isEqualTo(1);
+    }
+  }
+
+  @Test
   void producerCanEnqueueABatch() throws Exception {
     try (Connection c = db.connectAs(PRODUCER, PASSWORD);
         PreparedStatement ps = c.prepareStatement("""

@@ -19,14 +19,19 @@ public final class EnqueueQueries {
 
   private EnqueueQueries() {}
 
-  /** One task ready for the database: payload already serialized, runAt or delay resolved. */
+  /**
+   * One task ready for the database: payload already serialized, runAt or delay resolved; debounce
+   * (with the dedupe key as its key) or null. A batch takes no debounce (EnqueueQueries' caller
+   * refuses it).
+   */
   public record Row(String kind, String payloadJson, String queue, String tenant, Instant runAt,
-      Duration delay, int priority, int maxAttempts, String dedupeKey) {}
+      Duration delay, int priority, int maxAttempts, String dedupeKey, Duration debounce) {}
 
   /**
    * Enqueues one task through {@code pgtask.enqueue}. Locks: inserts the task row (and a tenant
    * registry row on a tenant's first use); with a dedupe key, waits for a concurrent inserter of
-   * the same key to finish.
+   * the same key to finish; with a debounce, updates (locks) the pending task of its key instead of
+   * inserting, when there is one.
    */
   public static long enqueue(DSLContext dsl, Row row) {
     return enqueue(dsl, row, null);
@@ -52,9 +57,9 @@ public final class EnqueueQueries {
     values.put("priority", row.priority());
     values.put("max_attempts", row.maxAttempts());
     values.put("dedupe_key", row.dedupeKey());
+    values.put("debounce", row.debounce() == null ? null : interval(row.debounce()));
     if (row.delay() != null) {
-      values.put("delay", new org.postgresql.util.PGInterval(0, 0, 0, 0, 0,
-          row.delay().getSeconds() + row.delay().getNano() / 1e9));
+      values.put("delay", interval(row.delay()));
     } else {
       values.put("run_at", row.runAt() == null ? null : row.runAt().atOffset(ZoneOffset.UTC));
     }
@@ -65,6 +70,10 @@ public final class EnqueueQueries {
         return rs.getLong(ID);
       }
     });
+  }
+
+  private static org.postgresql.util.PGInterval interval(Duration d) {
+    return new org.postgresql.util.PGInterval(0, 0, 0, 0, 0, d.getSeconds() + d.getNano() / 1e9);
   }
 
   // pgtask.enqueue, rendered once: rendering the call costs the producer more CPU than the
@@ -96,7 +105,8 @@ public final class EnqueueQueries {
         runAt,
         DSL.param("priority", Integer.class),
         DSL.param("max_attempts", Integer.class),
-        DSL.param("dedupe_key", String.class)).as(ID)));
+        DSL.param("dedupe_key", String.class),
+        DSL.param("debounce", org.jooq.types.YearToSecond.class)).as(ID)));
   }
 
   /** The column of the new task's id, in both statements' results. */

@@ -49,7 +49,8 @@ public final class OpsQueries {
     Field<String> tenant = DSL.concat(DSL.inline(tenantPrefix),
         n.mod(DSL.inline(tenants)).plus(DSL.inline(1)).cast(SQLDataType.CLOB));
     Field<Long> id = Routines.enqueue(DSL.inline(kind), payload, DSL.inline(queue), tenant,
-        DSL.castNull(SQLDataType.INSTANT), DSL.inline(0), DSL.inline(25), DSL.castNull(SQLDataType.CLOB));
+        DSL.castNull(SQLDataType.INSTANT), DSL.inline(0), DSL.inline(25), DSL.castNull(SQLDataType.CLOB),
+        DSL.castNull(SQLDataType.INTERVAL));
     return dsl.select(id).from(series).fetch().size();
   }
 

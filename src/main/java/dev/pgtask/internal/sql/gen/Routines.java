@@ -15,6 +15,7 @@ import dev.pgtask.internal.sql.gen.routines.CronLatest;
 import dev.pgtask.internal.sql.gen.routines.CronMacro;
 import dev.pgtask.internal.sql.gen.routines.CronNext;
 import dev.pgtask.internal.sql.gen.routines.CronParse;
+import dev.pgtask.internal.sql.gen.routines.DebounceError;
 import dev.pgtask.internal.sql.gen.routines.DeleteTask;
 import dev.pgtask.internal.sql.gen.routines.DueSince;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
@@ -458,6 +459,56 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.debounce_error</code>
+     */
+    public static String debounceError(
+          Configuration configuration
+        , String pDedupeKey
+        , YearToSecond pDebounce
+        , Instant pRunAt
+    ) {
+        DebounceError f = new DebounceError();
+        f.setPDedupeKey(pDedupeKey);
+        f.setPDebounce(pDebounce);
+        f.setPRunAt(pRunAt);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.debounce_error</code> as a field.
+     */
+    public static Field<String> debounceError(
+          String pDedupeKey
+        , YearToSecond pDebounce
+        , Instant pRunAt
+    ) {
+        DebounceError f = new DebounceError();
+        f.setPDedupeKey(pDedupeKey);
+        f.setPDebounce(pDebounce);
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.debounce_error</code> as a field.
+     */
+    public static Field<String> debounceError(
+          Field<String> pDedupeKey
+        , Field<YearToSecond> pDebounce
+        , Field<Instant> pRunAt
+    ) {
+        DebounceError f = new DebounceError();
+        f.setPDedupeKey(pDedupeKey);
+        f.setPDebounce(pDebounce);
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.delete_task</code>
      */
     public static void deleteTask(
@@ -527,6 +578,7 @@ public class Routines {
         , Integer priority
         , Integer maxAttempts
         , String dedupeKey
+        , YearToSecond debounce
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -537,6 +589,7 @@ public class Routines {
         f.setPriority(priority);
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
+        f.setDebounce(debounce);
 
         f.execute(configuration);
         return f.getReturnValue();
@@ -554,6 +607,7 @@ public class Routines {
         , Integer priority
         , Integer maxAttempts
         , String dedupeKey
+        , YearToSecond debounce
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -564,6 +618,7 @@ public class Routines {
         f.setPriority(priority);
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
+        f.setDebounce(debounce);
 
         return f.asField();
     }
@@ -580,6 +635,7 @@ public class Routines {
         , Field<Integer> priority
         , Field<Integer> maxAttempts
         , Field<String> dedupeKey
+        , Field<YearToSecond> debounce
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -590,6 +646,7 @@ public class Routines {
         f.setPriority(priority);
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
+        f.setDebounce(debounce);
 
         return f.asField();
     }

@@ -15,6 +15,7 @@ import org.jooq.impl.AbstractRoutine;
 import org.jooq.impl.DSL;
 import org.jooq.impl.Internal;
 import org.jooq.impl.SQLDataType;
+import org.jooq.types.YearToSecond;
 
 
 /**
@@ -71,6 +72,11 @@ public class Enqueue extends AbstractRoutine<Long> {
     public static final Parameter<String> DEDUPE_KEY = Internal.createParameter("dedupe_key", SQLDataType.CLOB.defaultValue(DSL.field(DSL.raw("NULL::text"), SQLDataType.CLOB)), true, false);
 
     /**
+     * The parameter <code>pgtask.enqueue.debounce</code>.
+     */
+    public static final Parameter<YearToSecond> DEBOUNCE = Internal.createParameter("debounce", SQLDataType.INTERVAL.defaultValue(DSL.field(DSL.raw("NULL::interval"), SQLDataType.INTERVAL)), true, false);
+
+    /**
      * Create a new routine call instance
      */
     public Enqueue() {
@@ -85,6 +91,7 @@ public class Enqueue extends AbstractRoutine<Long> {
         addInParameter(PRIORITY);
         addInParameter(MAX_ATTEMPTS);
         addInParameter(DEDUPE_KEY);
+        addInParameter(DEBOUNCE);
     }
 
     /**
@@ -220,6 +227,23 @@ public class Enqueue extends AbstractRoutine<Long> {
      */
     public Enqueue setDedupeKey(Field<String> field) {
         setField(DEDUPE_KEY, field);
+        return this;
+    }
+
+    /**
+     * Set the <code>debounce</code> parameter IN value to the routine
+     */
+    public Enqueue setDebounce(YearToSecond value) {
+        setValue(DEBOUNCE, value);
+        return this;
+    }
+
+    /**
+     * Set the <code>debounce</code> parameter to the function to be used with a
+     * {@link org.jooq.Select} statement
+     */
+    public Enqueue setDebounce(Field<YearToSecond> field) {
+        setField(DEBOUNCE, field);
         return this;
     }
 }

@@ -169,6 +169,11 @@ public class Task extends TableImpl<TaskRecord> {
      */
     public final TableField<TaskRecord, String> TRACE_PARENT = createField(DSL.name("trace_parent"), SQLDataType.CLOB, this, "");
 
+    /**
+     * The column <code>pgtask.task.debounce_key</code>.
+     */
+    public final TableField<TaskRecord, String> DEBOUNCE_KEY = createField(DSL.name("debounce_key"), SQLDataType.CLOB, this, "");
+
     private Task(Name alias, Table<TaskRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }
@@ -238,7 +243,7 @@ public class Task extends TableImpl<TaskRecord> {
 
     @Override
     public List<Index> getIndexes() {
-        return Arrays.asList(Indexes.TASK_CLAIMABLE_IDX, Indexes.TASK_DEDUPE_KEY_IDX, Indexes.TASK_FINISHED_IDX, Indexes.TASK_RUNNING_IDX, Indexes.TASK_SCHEDULE_FIRE_IDX, Indexes.TASK_TENANT_HEAD_IDX, Indexes.TASK_TENANT_WAITING_IDX);
+        return Arrays.asList(Indexes.TASK_CLAIMABLE_IDX, Indexes.TASK_DEBOUNCE_KEY_IDX, Indexes.TASK_DEDUPE_KEY_IDX, Indexes.TASK_FINISHED_IDX, Indexes.TASK_RUNNING_IDX, Indexes.TASK_SCHEDULE_FIRE_IDX, Indexes.TASK_TENANT_HEAD_IDX, Indexes.TASK_TENANT_WAITING_IDX);
     }
 
     @Override
@@ -269,6 +274,7 @@ public class Task extends TableImpl<TaskRecord> {
         return Arrays.asList(
             Internal.createCheck(this, DSL.name("task_attempt_range"), "((attempt >= 0))", true),
             Internal.createCheck(this, DSL.name("task_blocked_only_queued"), "(((NOT blocked) OR ((state = ANY (ARRAY['available'::pgtask.task_state, 'retryable'::pgtask.task_state])) AND (tenant_id IS NOT NULL))))", true),
+            Internal.createCheck(this, DSL.name("task_debounce_key_length"), "(((char_length(debounce_key) >= 1) AND (char_length(debounce_key) <= 255)))", true),
             Internal.createCheck(this, DSL.name("task_dedupe_key_length"), "(((char_length(dedupe_key) >= 1) AND (char_length(dedupe_key) <= 255)))", true),
             Internal.createCheck(this, DSL.name("task_kind_length"), "(((char_length(kind) >= 1) AND (char_length(kind) <= 255)))", true),
             Internal.createCheck(this, DSL.name("task_max_attempts_positive"), "((max_attempts >= 1))", true),

@@ -337,6 +337,21 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         return (String) get(20);
     }
 
+    /**
+     * Setter for <code>pgtask.task.debounce_key</code>.
+     */
+    public TaskRecord setDebounceKey(String value) {
+        set(21, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.debounce_key</code>.
+     */
+    public String getDebounceKey() {
+        return (String) get(21);
+    }
+
     // -------------------------------------------------------------------------
     // Primary key information
     // -------------------------------------------------------------------------
@@ -360,7 +375,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
     /**
      * Create a detached, initialised TaskRecord
      */
-    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String scheduleName, Instant scheduleFireAt, String traceParent) {
+    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String scheduleName, Instant scheduleFireAt, String traceParent, String debounceKey) {
         super(Task.TASK);
 
         setId(id);
@@ -384,6 +399,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         setScheduleName(scheduleName);
         setScheduleFireAt(scheduleFireAt);
         setTraceParent(traceParent);
+        setDebounceKey(debounceKey);
         resetChangedOnNotNull();
     }
 }
