@@ -95,3 +95,8 @@ $$;
 
 REVOKE EXECUTE ON FUNCTION pgtask.limit_matches(text, text, integer, integer, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pgtask.limit_full_json(integer, text, text) FROM PUBLIC;
+
+-- On an upgrade, R__06_privileges does not run again (its text is unchanged), and a function is
+-- executable by PUBLIC when created: the limits' functions (R__01a) lose that here, as every
+-- function of the schema does in R__06 on a new install.
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA pgtask FROM PUBLIC;
