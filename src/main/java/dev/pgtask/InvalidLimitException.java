@@ -1,7 +1,7 @@
 package dev.pgtask;
 
 /**
- * A limit was refused ({@link PgTask#setLimit}, {@link PgTask#clearLimit}, {@code pgtask.set_limit}):
+ * A limit was refused ({@link Limits#set}, {@link Limits#clear}, {@code pgtask.set_limit}):
  * an unknown scope, an empty or too long key, an invalid queue name, or a maximum outside 1 to 1024.
  * Nothing was stored. {@link #constraint()} names the rule, as the database does (e.g.
  * {@code limit_scope}, {@code limit_key_length}, {@code limit_max_running}, {@code task_queue_format}).

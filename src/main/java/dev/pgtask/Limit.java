@@ -3,7 +3,7 @@ package dev.pgtask;
 import java.math.BigDecimal;
 
 /**
- * A limit of a tenant, queue or kind ({@link PgTask#setLimit}): at most {@code maxRunning} of its
+ * A limit of a tenant, queue or kind ({@link Limits#set}): at most {@code maxRunning} of its
  * tasks running at once across the whole cluster, and/or at most {@code burst + perSecond × t}
  * starts in any window of t seconds, on the database clock (retries count as starts). A tenant
  * without a concurrency limit runs one task at a time; a queue or kind without one is unlimited.
@@ -25,7 +25,7 @@ public record Limit(Integer maxRunning, BigDecimal perSecond, Integer burst) {
 
   public Limit {
     if (maxRunning == null && perSecond == null) {
-      throw invalid("limit_not_empty", "give max_running or per_second (PgTask.clearLimit removes a limit)");
+      throw invalid("limit_not_empty", "give max_running or per_second (Limits.clear removes a limit)");
     }
     if (maxRunning != null && (maxRunning < 1 || maxRunning > MAX_RUNNING)) {
       throw invalid("limit_max_running", "max_running must be between 1 and " + MAX_RUNNING + ", not " + maxRunning);

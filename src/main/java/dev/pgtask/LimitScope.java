@@ -2,7 +2,7 @@ package dev.pgtask;
 
 import java.util.Locale;
 
-/** What a limit ({@link PgTask#setLimit}) applies to: the tasks of one tenant, one queue or one kind. */
+/** What a limit ({@link Limits#set}) applies to: the tasks of one tenant, one queue or one kind. */
 public enum LimitScope {
   /** The tasks of one tenant (the key is the tenant's name), in every queue. */
   TENANT,

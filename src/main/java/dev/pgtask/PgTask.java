@@ -46,7 +46,7 @@ public final class PgTask {
   private final BulkOperations bulk;
   private final ScheduleOperations schedules;
   private final QueueControl queues;
-  private final LimitOperations limits;
+  private final Limits limits;
 
   private PgTask(Builder b) {
     this.dataSource = b.dataSource;
@@ -58,7 +58,7 @@ public final class PgTask {
     this.bulk = new BulkOperations(dataSource);
     this.schedules = new ScheduleOperations(dsl, payloads);
     this.queues = new QueueControl(dataSource, dsl);
-    this.limits = new LimitOperations(dataSource, dsl);
+    this.limits = new Limits(dataSource, dsl);
   }
 
   /** A client with default settings over {@code dataSource} (whose schema is migrated). */
@@ -194,16 +194,14 @@ public final class PgTask {
     tasks.update(taskId, change);
   }
 
-  // ---- every task a filter matches ----
+  // ---- every task a filter matches; with dryRun nothing changes (the result says what would); a
+  // filter that sets nothing throws IllegalArgumentException ----
 
   /**
    * Retries every task {@code filter} matches that {@link #retry} would retry (retryable, discarded
    * or cancelled), in one statement ({@code pgtask.retry_tasks}): available now, with at least one
    * attempt left. Tasks in other states, and tasks another transaction holds at that moment, are
-   * skipped and counted, never waited for. With {@code dryRun} nothing changes: the result says what
-   * would.
-   *
-   * @throws IllegalArgumentException {@code filter} sets no filter
+   * skipped and counted, never waited for.
    */
   public BulkResult retryTasks(TaskFilter filter, boolean dryRun) {
     return bulk.retry(filter, dryRun);
@@ -212,10 +210,7 @@ public final class PgTask {
   /**
    * Cancels every task {@code filter} matches, as {@link #cancel} does, in one statement
    * ({@code pgtask.cancel_tasks}): queued ones at once; a running one is asked to stop (its worker
-   * interrupts and rolls it back), never changed under its worker. Finished tasks are skipped. With
-   * {@code dryRun} nothing changes.
-   *
-   * @throws IllegalArgumentException {@code filter} sets no filter
+   * interrupts and rolls it back), never changed under its worker. Finished tasks are skipped.
    */
   public BulkResult cancelTasks(TaskFilter filter, boolean dryRun) {
     return bulk.cancel(filter, dryRun);
@@ -224,9 +219,6 @@ public final class PgTask {
   /**
    * Deletes every task {@code filter} matches that is not running, as {@link #delete} does, in one
    * statement ({@code pgtask.delete_tasks}), with its attempt history. Running tasks are skipped.
-   * With {@code dryRun} nothing changes.
-   *
-   * @throws IllegalArgumentException {@code filter} sets no filter
    */
   public BulkResult deleteTasks(TaskFilter filter, boolean dryRun) {
     return bulk.delete(filter, dryRun);
@@ -297,39 +289,11 @@ public final class PgTask {
   }
 
   /**
-   * Sets the concurrency limit of a tenant, queue or kind ({@code pgtask.set_limit}), replacing any
-   * limit it had: at most {@code limit.maxRunning()} of its tasks run at once across the whole
-   * cluster, whatever the number of workers, composed with every other limit that applies (a task
-   * starts only when all of them admit it). Durable: workers that start later obey it; it applies
-   * to every task that starts after this call returns. A lowered limit stops no running task.
-   * Without a limit a tenant runs one task at a time, and a queue or kind is unlimited.
-   *
-   * <pre>{@code
-   * pgTask.setLimit(LimitScope.TENANT, "acme", Limit.maxRunning(4));
-   * pgTask.setLimit(LimitScope.KIND, "report.render", Limit.maxRunning(2));
-   * }</pre>
-   *
-   * @return true when the key had no limit before, false when this replaced one
-   * @throws InvalidLimitException the key is empty or too long, or not a valid queue name; nothing was stored
+   * The limits of tenants, queues and kinds: N running at once, caps across the cluster, rates on
+   * the database clock ({@link Limits#set}, {@link Limits#clear}, {@link Limits#list}).
    */
-  public boolean setLimit(LimitScope scope, String key, Limit limit) {
-    return limits.set(scope, key, limit);
-  }
-
-  /**
-   * Removes the limit of a tenant, queue or kind ({@code pgtask.clear_limit}): a tenant then runs
-   * one task at a time again, a queue or kind is unlimited.
-   *
-   * @return true when there was a limit
-   * @throws InvalidLimitException the key is empty or too long, or not a valid queue name
-   */
-  public boolean clearLimit(LimitScope scope, String key) {
-    return limits.clear(scope, key);
-  }
-
-  /** Every limit with what it admits now ({@code pgtask.limits}), by scope and key. */
-  public List<dev.pgtask.ops.LimitStatus> limits() {
-    return limits.list();
+  public Limits limits() {
+    return limits;
   }
 
   /** Every paused queue ({@code pgtask.paused_queues}), by name. */

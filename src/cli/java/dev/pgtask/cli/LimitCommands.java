@@ -15,7 +15,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code pgtask limits} (the limits and what each admits now, {@code pgtask.limits}) and
- * {@code pgtask limit set|clear} ({@link PgTask#setLimit}, {@link PgTask#clearLimit}).
+ * {@code pgtask limit set|clear} ({@link dev.pgtask.Limits#set}, {@link dev.pgtask.Limits#clear}).
  */
 final class LimitCommands {
 
@@ -123,7 +123,7 @@ final class LimitCommands {
 
     @Override
     String[] apply(PgTask pgtask) {
-      boolean created = pgtask.setLimit(scope, key, new Limit(maxRunning, perSecond, burst));
+      boolean created = pgtask.limits().set(scope, key, new Limit(maxRunning, perSecond, burst));
       String what = (maxRunning != null ? "at most " + maxRunning + " running at once" : "")
           + (maxRunning != null && perSecond != null ? ", " : "")
           + (perSecond != null ? perSecond.toPlainString() + " starts a second (burst " + (burst == null ? 1 : burst)
@@ -140,7 +140,7 @@ final class LimitCommands {
   static final class Clear extends Change {
     @Override
     String[] apply(PgTask pgtask) {
-      return pgtask.clearLimit(scope, key)
+      return pgtask.limits().clear(scope, key)
           ? new String[] {"cleared", scope.sqlName() + " " + key + ": limit removed"}
           : new String[] {"no_limit", scope.sqlName() + " " + key + " had no limit"};
     }

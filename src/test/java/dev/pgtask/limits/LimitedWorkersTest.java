@@ -67,7 +67,7 @@ class LimitedWorkersTest {
 
   @Test
   void aTenantLimitedToThreeRunsThreeAtOnceNeverFourAcrossWorkers() throws Exception {
-    queue.pgtask().setLimit(LimitScope.TENANT, "acme", Limit.maxRunning(3));
+    queue.pgtask().limits().set(LimitScope.TENANT, "acme", Limit.maxRunning(3));
     enqueue(24, "lim.tenant", TaskOptions.defaults().withTenant("acme"));
     for (int w = 0; w < 2; w++) {
       workers.start(workers.builder().workerId("tenant-" + w).concurrency(4).handler("lim.tenant", counting(150)));
@@ -80,7 +80,7 @@ class LimitedWorkersTest {
 
   @Test
   void aKindCapOfTwoHoldsAcrossWorkersForPlainModeKindsToo() throws Exception {
-    queue.pgtask().setLimit(LimitScope.KIND, "lim.kind", Limit.maxRunning(2));
+    queue.pgtask().limits().set(LimitScope.KIND, "lim.kind", Limit.maxRunning(2));
     enqueue(20, "lim.kind", TaskOptions.defaults());
     for (int w = 0; w < 3; w++) {
       workers.start(workers.builder().workerId("kind-" + w).concurrency(4)
@@ -93,8 +93,8 @@ class LimitedWorkersTest {
 
   @Test
   void aQueueCapAndTenantLimitsComposeEveryLimitThatAppliesHolds() throws Exception {
-    queue.pgtask().setLimit(LimitScope.QUEUE, "capped", Limit.maxRunning(3));
-    queue.pgtask().setLimit(LimitScope.TENANT, "big", Limit.maxRunning(2));
+    queue.pgtask().limits().set(LimitScope.QUEUE, "capped", Limit.maxRunning(3));
+    queue.pgtask().limits().set(LimitScope.TENANT, "big", Limit.maxRunning(2));
     AtomicInteger bigRunning = new AtomicInteger();
     AtomicInteger bigMax = new AtomicInteger();
     enqueue(12, "lim.q", TaskOptions.defaults().withQueue("capped").withTenant("big"));
@@ -125,7 +125,7 @@ class LimitedWorkersTest {
 
   @Test
   void aFullKindIsPassedOverSoOtherTasksRunAndNoClaimSpins() throws Exception {
-    queue.pgtask().setLimit(LimitScope.KIND, "lim.slow", Limit.maxRunning(1));
+    queue.pgtask().limits().set(LimitScope.KIND, "lim.slow", Limit.maxRunning(1));
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch started = new CountDownLatch(1);
     PgTaskWorker worker = workers.start(workers.builder().workerId("pass-over").concurrency(4)

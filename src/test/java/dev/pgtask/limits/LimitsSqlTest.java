@@ -98,25 +98,25 @@ class LimitsSqlTest {
 
   @Test
   void javaSetsListsAndClearsLimitsAndRefusesBadInputByName() {
-    assertThat(pgTask.setLimit(LimitScope.TENANT, "acme", Limit.maxRunning(4))).as("created").isTrue();
-    assertThat(pgTask.setLimit(LimitScope.QUEUE, "mail", Limit.maxRunning(20))).isTrue();
-    assertThat(pgTask.setLimit(LimitScope.QUEUE, "mail", Limit.maxRunning(10))).as("replaced").isFalse();
-    List<LimitStatus> limits = pgTask.limits();
+    assertThat(pgTask.limits().set(LimitScope.TENANT, "acme", Limit.maxRunning(4))).as("created").isTrue();
+    assertThat(pgTask.limits().set(LimitScope.QUEUE, "mail", Limit.maxRunning(20))).isTrue();
+    assertThat(pgTask.limits().set(LimitScope.QUEUE, "mail", Limit.maxRunning(10))).as("replaced").isFalse();
+    List<LimitStatus> limits = pgTask.limits().list();
     assertThat(limits).extracting(LimitStatus::scope, LimitStatus::key, LimitStatus::maxRunning)
         .containsExactly(org.assertj.core.groups.Tuple.tuple("queue", "mail", 10),
             org.assertj.core.groups.Tuple.tuple("tenant", "acme", 4));
     assertThatThrownBy(() -> Limit.maxRunning(0)).isInstanceOfSatisfying(InvalidLimitException.class,
         e -> assertThat(e.constraint()).isEqualTo("limit_max_running"));
-    assertThatThrownBy(() -> pgTask.setLimit(LimitScope.QUEUE, "not a queue", Limit.maxRunning(1)))
+    assertThatThrownBy(() -> pgTask.limits().set(LimitScope.QUEUE, "not a queue", Limit.maxRunning(1)))
         .isInstanceOfSatisfying(InvalidLimitException.class, e -> {
           assertThat(e.constraint()).isEqualTo("task_queue_format");
           assertThat(e.getMessage()).startsWith("pgtask: invalid limit: ");
         });
-    assertThatThrownBy(() -> pgTask.setLimit(LimitScope.KIND, "", Limit.maxRunning(1)))
+    assertThatThrownBy(() -> pgTask.limits().set(LimitScope.KIND, "", Limit.maxRunning(1)))
         .isInstanceOfSatisfying(InvalidLimitException.class, e -> assertThat(e.constraint()).isEqualTo("limit_key_length"));
-    assertThat(pgTask.clearLimit(LimitScope.QUEUE, "mail")).isTrue();
-    assertThat(pgTask.clearLimit(LimitScope.QUEUE, "mail")).isFalse();
-    assertThat(pgTask.limits()).extracting(LimitStatus::key).containsExactly("acme");
+    assertThat(pgTask.limits().clear(LimitScope.QUEUE, "mail")).isTrue();
+    assertThat(pgTask.limits().clear(LimitScope.QUEUE, "mail")).isFalse();
+    assertThat(pgTask.limits().list()).extracting(LimitStatus::key).containsExactly("acme");
   }
 
   @Test

@@ -37,9 +37,9 @@ final class CappedThroughput {
   double drain(HikariDataSource pool, PgTask pgtask, int cap) throws Exception {
     BenchDatabase.resetTasks(pool);
     if (cap > 0) {
-      pgtask.setLimit(LimitScope.KIND, KIND, Limit.maxRunning(cap));
+      pgtask.limits().set(LimitScope.KIND, KIND, Limit.maxRunning(cap));
     } else {
-      pgtask.clearLimit(LimitScope.KIND, KIND);
+      pgtask.limits().clear(LimitScope.KIND, KIND);
     }
     BenchDatabase.vacuumAnalyze(pool);
     CountDownLatch done = new CountDownLatch(tasks);
@@ -78,7 +78,7 @@ final class CappedThroughput {
       for (PgTaskWorker w : workers) {
         w.close();
       }
-      pgtask.clearLimit(LimitScope.KIND, KIND);
+      pgtask.limits().clear(LimitScope.KIND, KIND);
     }
   }
 }
