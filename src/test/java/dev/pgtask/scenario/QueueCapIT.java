@@ -8,7 +8,6 @@ import dev.pgtask.testsupport.WorkerProcess;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -43,43 +42,25 @@ class QueueCapIT {
 
   @Test
   void aQueueCappedAtTwoNeverRunsThreeAcrossThreeWorkerProcessesAndReachesTwo() throws Exception {
-    AtomicLong maxHeld = new AtomicLong();
-    Thread sampler = new Thread(() -> {
-      try (var c = db.connect(); var ps = c.prepareStatement(
-          "SELECT slots_held FROM pgtask.limits WHERE scope = 'queue' AND key = 'capq'")) {
-        while (!Thread.currentThread().isInterrupted()) {
-          try (var rs = ps.executeQuery()) {
-            if (rs.next()) {
-              maxHeld.accumulateAndGet(rs.getLong(1), Math::max);
-            }
-          }
-          Thread.sleep(10); // the sampling interval
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } catch (Exception e) {
-        maxHeld.set(-1);
-      }
-    }, "cap-sampler");
+    SlotSampler sampler = null;
     try {
       sql.exec("SELECT pgtask.set_limit('queue', 'capq', max_running => " + CAP + ")");
       // a third without a tenant, the rest spread over four tenants (each of which runs one at a time)
       sql.exec("SELECT pgtask.enqueue('demo.record', '{\"ms\": 200}', queue => 'capq',"
           + " tenant => CASE WHEN i % 3 = 0 THEN NULL ELSE 'tenant-' || (i % 4) END)"
           + " FROM generate_series(1, " + TASKS + ") i");
-      sampler.start();
+      sampler = SlotSampler.start(db, "queue", "capq");
       for (String name : List.of("w1", "w2", "w3")) {
         workers.add(WorkerProcess.start(db, name, Faults.args(name, "--queue", "capq")));
       }
       Faults.awaitAllFinal(sql, Duration.ofSeconds(120));
-      sampler.interrupt();
-      sampler.join();
+      sampler.close();
 
       long overlap = sql.count("SELECT max((SELECT count(*) FROM pgtask_demo.execution b "
           + "WHERE b.started_at <= a.started_at AND b.finished_at > a.started_at)) FROM pgtask_demo.execution a");
       System.out.printf("queue cap %d: most slots held (sampled) %d, most committed executions overlapping %d%n",
-          CAP, maxHeld.get(), overlap);
-      assertThat(List.of(maxHeld.get(), overlap))
+          CAP, sampler.max(), overlap);
+      assertThat(List.of(sampler.max(), overlap))
           .as("most slots of queue capq held at once (sampled every 10 ms), most of its committed executions overlapping")
           .containsExactly((long) CAP, (long) CAP);
       assertThat(sql.count("SELECT count(DISTINCT worker) FROM pgtask_demo.execution"))
@@ -89,7 +70,9 @@ class QueueCapIT {
       Faults.assertEveryRecordTaskCompletedExactlyOnce(sql);
       Faults.stopAllAndAssertNoLocks(db, workers);
     } finally {
-      sampler.interrupt();
+      if (sampler != null) {
+        sampler.close();
+      }
       Faults.closeAll(workers);
     }
   }

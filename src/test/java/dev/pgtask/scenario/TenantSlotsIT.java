@@ -9,7 +9,6 @@ import dev.pgtask.testsupport.WorkerProcess;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -59,36 +58,18 @@ class TenantSlotsIT {
 
   @Test
   void aTenantLimitedToThreeNeverRunsFourAndReachesThreeAgainAfterKillAndFreeze() throws Exception {
-    AtomicLong maxHeld = new AtomicLong();
-    AtomicLong current = new AtomicLong();
-    Thread sampler = new Thread(() -> {
-      try (var c = db.connect(); var ps = c.prepareStatement(
-          "SELECT slots_held FROM pgtask.limits WHERE scope = 'tenant' AND key = 'acme'")) {
-        while (!Thread.currentThread().isInterrupted()) {
-          try (var rs = ps.executeQuery()) {
-            if (rs.next()) {
-              current.set(rs.getLong(1));
-              maxHeld.accumulateAndGet(rs.getLong(1), Math::max);
-            }
-          }
-          Thread.sleep(10); // the sampling interval
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } catch (Exception e) {
-        maxHeld.set(-1);
-      }
-    }, "slots-sampler");
+    SlotSampler sampler = null;
     try {
       sql.exec("SELECT pgtask.set_limit('tenant', 'acme', max_running => " + N + ")");
       sql.exec("SELECT pgtask.enqueue('demo.record', '{\"ms\": 400}', tenant => 'acme') FROM generate_series(1, 120)");
-      sampler.start();
+      sampler = SlotSampler.start(db, "tenant", "acme");
+      SlotSampler slots = sampler;
       List<String> names = List.of("w1", "w2", "w3");
       for (String name : names) {
         workers.add(WorkerProcess.start(db, name, Faults.args(name, "--task-timeout", TASK_TIMEOUT.toMillis() + "ms")));
       }
       await("the tenant reaches its 3 slots").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(10))
-          .until(() -> current.get() == N);
+          .until(() -> slots.current() == N);
       // a worker's completions hand the tenant's next task to that worker first, so the slots
       // stay where they are: the faults hit whichever workers hold them
       int killed = awaitHolder(names, -1);
@@ -103,14 +84,13 @@ class TenantSlotsIT {
       workers.get(frozen).signal("CONT");
       long reachedAfter = System.nanoTime();
       await("the tenant reaches its 3 slots again after the faults").atMost(Duration.ofSeconds(60))
-          .pollInterval(Duration.ofMillis(10)).until(() -> current.get() == N);
+          .pollInterval(Duration.ofMillis(10)).until(() -> slots.current() == N);
       System.out.printf("tenant slots: 3 held again %.1f s after the freeze ended%n",
           (System.nanoTime() - reachedAfter) / 1e9);
       Faults.awaitAllFinal(sql, Duration.ofSeconds(120));
-      sampler.interrupt();
-      sampler.join();
+      sampler.close();
 
-      assertThat(maxHeld.get()).as("most slots of tenant acme held at once (sampled)").isEqualTo(N);
+      assertThat(sampler.max()).as("most slots of tenant acme held at once (sampled)").isEqualTo(N);
       long overlap = sql.count("SELECT max((SELECT count(*) FROM pgtask_demo.execution b "
           + "WHERE b.tenant = 'acme' AND b.started_at <= a.started_at AND b.finished_at > a.started_at)) "
           + "FROM pgtask_demo.execution a WHERE a.tenant = 'acme'");
@@ -118,7 +98,9 @@ class TenantSlotsIT {
       Faults.assertEveryRecordTaskCompletedExactlyOnce(sql);
       Faults.stopAllAndAssertNoLocks(db, workers);
     } finally {
-      sampler.interrupt();
+      if (sampler != null) {
+        sampler.close();
+      }
       for (WorkerProcess w : workers) {
         if (w.isAlive()) {
           w.signal("CONT");
