@@ -59,8 +59,9 @@ class RateLimitIT {
       assertThat(worstWindow).as("most starts in any 1-s window (burst 5 + 20/s)").isLessThanOrEqualTo(25);
       assertThat(span).as("seconds from the first start to the last: at least (200 - 5) / 20")
           .isGreaterThanOrEqualTo(9.7);
+      // on the 5-s polls alone, a bucket refilled to its burst of 5 between polls: 195 s
       assertThat(span).as("seconds from the first start to the last: the due timer, not the 5-s poll")
-          .isLessThan(13.0);
+          .isLessThan(30.0);
       assertThat(sql.count("SELECT max(attempt) FROM pgtask.task WHERE kind = 'demo.record'"))
           .as("attempts: waiting for a token spends none").isEqualTo(1);
       Faults.assertEveryRecordTaskCompletedExactlyOnce(sql);
