@@ -62,6 +62,9 @@ public final class Producer extends Service {
   private final boolean startHeads;
   private final org.postgresql.util.PGobject serverTimeouts;
 
+  /** How long a claim after {@code held_for_room} waits for more idle executors than one. */
+  static final long HELD_FOR_ROOM_BATCH_MILLIS = 10;
+
   public Producer(WorkerConfig config, WorkerStats stats, Executor executor, Wakeups wakeups) {
     super("pgtask-producer-" + config.workerId(), 1);
     this.config = config;
@@ -257,6 +260,10 @@ public final class Producer extends Service {
         // tasks under a limit were left for want of an idle executor: claim again when one is free
         // (bounded, so a stop is seen), not at a wake-up that nobody sends
         executor.awaitIdleExecutor(config.pollInterval().toMillis());
+        // then a few milliseconds for more to free up: one claim for several tasks, not a claim
+        // per task (claims cost the server more than the re-locks they save)
+        executor.awaitIdleExecutors(Math.min(claim.heldForRoom(), Math.max(1, config.concurrency() / 2)),
+            HELD_FOR_ROOM_BATCH_MILLIS);
         continue;
       }
       boolean full = claim.locked() >= room;

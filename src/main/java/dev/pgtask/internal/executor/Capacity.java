@@ -108,11 +108,16 @@ final class Capacity {
    * wait after a claim that left tasks under a limit for want of one.
    */
   void awaitIdle(long millis) throws InterruptedException {
+    awaitIdle(1, millis);
+  }
+
+  /** Blocks until at least {@code n} executor threads have no claimed task, at most {@code millis}. */
+  void awaitIdle(int n, long millis) throws InterruptedException {
     long deadline = System.nanoTime() + millis * 1_000_000L;
     synchronized (capacityMonitor) {
       idleWaiters++;
       try {
-        while (idle() == 0) {
+        while (idle() < n) {
           long left = (deadline - System.nanoTime()) / 1_000_000L;
           if (left <= 0) {
             return;

@@ -181,6 +181,11 @@ public final class Executor extends Service {
     capacity.awaitIdle(millis);
   }
 
+  /** Waits until {@code n} executor threads are idle, at most {@code millis}. */
+  public void awaitIdleExecutors(int n, long millis) throws InterruptedException {
+    capacity.awaitIdle(n, millis);
+  }
+
   /** The rate limits whose tokens tasks put back without starting give back at the next claim. */
   public Integer[] takeRefunds() {
     return writer.takeRefunds();
