@@ -237,17 +237,15 @@ DECLARE
   v_tenant_id integer;
   v_created boolean;
   v_id integer;
+  v_old_weight numeric;
 BEGIN
   IF v_error IS NOT NULL THEN
     RAISE EXCEPTION 'pgtask: invalid limit: %', split_part(v_error, '|', 2)
       USING ERRCODE = 'check_violation', CONSTRAINT = split_part(v_error, '|', 1);
   END IF;
-  IF weight IS NOT NULL THEN
-    RAISE EXCEPTION 'pgtask: weights are not available in this version'
-      USING ERRCODE = 'feature_not_supported';
-  END IF;
   IF scope = 'tenant' THEN
     v_tenant_id := pgtask.tenant_id(key);
+    SELECT l.weight INTO v_old_weight FROM pgtask.flow_limit l WHERE l.scope = 'tenant' AND l.tenant_id = v_tenant_id;
   END IF;
   INSERT INTO pgtask.flow_limit AS l (scope, key, tenant_id, max_running, per_second, burst, weight)
   VALUES (scope, key, v_tenant_id, max_running, per_second,
@@ -267,6 +265,11 @@ BEGIN
       ARRAY(SELECT DISTINCT t.queue FROM pgtask.task t
             WHERE t.tenant_id = v_tenant_id AND t.blocked));
   END IF;
+  -- weighted fair share (db/R__02b_fair_share.sql): the tasks queued before the first weight keep
+  -- no pass (taken first); a weight taken away may have been the last one
+  IF v_old_weight IS NOT NULL AND weight IS NULL THEN
+    PERFORM pgtask.clear_passes_unless_weighted();
+  END IF;
   PERFORM pg_notify('pgtask', q) FROM (SELECT DISTINCT unnest(w.queues) AS q FROM pgtask.worker w) s;
   RETURN CASE WHEN v_created THEN 'created' ELSE 'changed' END;
 END
@@ -282,14 +285,19 @@ AS $$
 DECLARE
   -- the scope's and the key's checks (a max_running of 1 passes the others)
   v_error text := pgtask.limit_input_error(scope, key, 1, NULL, NULL, NULL);
+  v_old_weight numeric;
 BEGIN
   IF v_error IS NOT NULL THEN
     RAISE EXCEPTION 'pgtask: invalid limit: %', split_part(v_error, '|', 2)
       USING ERRCODE = 'check_violation', CONSTRAINT = split_part(v_error, '|', 1);
   END IF;
-  DELETE FROM pgtask.flow_limit l WHERE l.scope = clear_limit.scope AND l.key = clear_limit.key;
+  DELETE FROM pgtask.flow_limit l WHERE l.scope = clear_limit.scope AND l.key = clear_limit.key
+  RETURNING l.weight INTO v_old_weight;
   IF NOT FOUND THEN
     RETURN false;
+  END IF;
+  IF v_old_weight IS NOT NULL THEN
+    PERFORM pgtask.clear_passes_unless_weighted();  -- db/R__02b_fair_share.sql
   END IF;
   PERFORM pg_notify('pgtask', q) FROM (SELECT DISTINCT unnest(w.queues) AS q FROM pgtask.worker w) s;
   RETURN true;

@@ -161,6 +161,8 @@ DECLARE
   v_run_ats timestamptz[];
   v_now timestamptz := clock_timestamp();
   v_parallel integer;
+  v_all_tenants integer[] := p_tenant_ids;
+  v_all_queues text[] := p_queues;
 BEGIN
   -- tenants that may run N > 1 at once: their own hand-off (the query below gives one head)
   IF EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.scope = 'tenant' AND l.max_running > 1) THEN
@@ -234,6 +236,10 @@ BEGIN
   IF v_count > 0 THEN
     PERFORM pgtask.wake_queues(v_queues, v_run_ats);
   END IF;
+  -- weighted fair share (db/R__02b_fair_share.sql): the new heads' places
+  IF v_count + coalesce(v_parallel, 0) > 0 AND EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.weight IS NOT NULL) THEN
+    PERFORM pgtask.assign_passes(v_all_tenants, v_all_queues, NULL);
+  END IF;
   RETURN v_count + coalesce(v_parallel, 0);
 END
 $$;
@@ -279,10 +285,14 @@ DECLARE
   v_woken text[];
   v_run_ats timestamptz[];
   v_now timestamptz;
+  v_passes double precision[];
+  v_all_tenants integer[];
+  v_all_queues text[];
 BEGIN
   SELECT array_agg(o.tenant_id), array_agg(o.queue),
-         array_agg(o.tenant_id) FILTER (WHERE o.state = 'running' AND n.state <> 'running')
-  INTO v_tenants, v_queues, v_stopped
+         array_agg(o.tenant_id) FILTER (WHERE o.state = 'running' AND n.state <> 'running'),
+         array_agg(o.pass)
+  INTO v_tenants, v_queues, v_stopped, v_passes
   FROM old_tasks o
   JOIN new_tasks n ON n.id = o.id
   WHERE o.tenant_id IS NOT NULL AND NOT o.blocked
@@ -291,6 +301,8 @@ BEGIN
          OR (o.state = 'running' AND n.state <> 'running')
          OR n.run_at > o.run_at
          OR n.queue <> o.queue);
+  v_all_tenants := v_tenants;
+  v_all_queues := v_queues;
   -- tenants that may run N > 1 at once (pgtask.set_limit): their own hand-off; one probe of a
   -- table that is empty without limits
   IF v_tenants IS NOT NULL
@@ -370,6 +382,11 @@ BEGIN
     IF v_woken IS NOT NULL THEN
       PERFORM pgtask.wake_queues(v_woken, v_run_ats);
     END IF;
+  END IF;
+  -- weighted fair share (db/R__02b_fair_share.sql): the new heads' places, after the passes of the
+  -- heads that ended
+  IF v_all_tenants IS NOT NULL AND EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.weight IS NOT NULL) THEN
+    PERFORM pgtask.assign_passes(v_all_tenants, v_all_queues, v_passes);
   END IF;
   -- pgtask.wake_due_heads (db/R__02a_wakeup.sql) inline, for the same reason: keep the two alike
   IF v_stopped IS NOT NULL THEN

@@ -116,6 +116,16 @@ BEGIN
                         || ceil(extract(epoch FROM v.next_at - clock_timestamp()) * 1000)::bigint);
     END IF;
   END LOOP;
+  -- weighted fair share (db/R__02b_fair_share.sql): the new claimable tasks' places; one probe of
+  -- a table that is empty without limits
+  IF EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.weight IS NOT NULL) THEN
+    PERFORM pgtask.assign_passes_untenanted(
+      ARRAY(SELECT n.id FROM new_tasks n WHERE n.tenant_id IS NULL AND NOT n.blocked AND n.pass IS NULL));
+    PERFORM pgtask.assign_passes(x.tenants, x.queues, NULL)
+    FROM (SELECT array_agg(n.tenant_id) AS tenants, array_agg(n.queue) AS queues FROM new_tasks n
+          WHERE n.tenant_id IS NOT NULL AND NOT n.blocked AND n.pass IS NULL) x
+    WHERE x.tenants IS NOT NULL;
+  END IF;
   RETURN NULL;
 END
 $$;

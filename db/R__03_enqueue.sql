@@ -206,6 +206,7 @@ DECLARE
   v_keys text[];
   v_i integer;
   v_id bigint;
+  v_queue_list text[];
 BEGIN
   IF v_n = 0 THEN
     RETURN;
@@ -311,10 +312,14 @@ BEGIN
       -- a tenant that may run N > 1 at once (pgtask.set_limit) gets its N heads: the batch gave it one
       IF EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.scope = 'tenant' AND l.max_running > 1
                  AND l.tenant_id = ANY (v_tenant_ids)) THEN
-        PERFORM pgtask.promote_parallel(v_tenant_ids,
-          ARRAY(SELECT coalesce(q.queue, 'default')
+        v_queue_list := ARRAY(SELECT coalesce(q.queue, 'default')
                 FROM generate_series(1, v_n) AS g(i) LEFT JOIN LATERAL (SELECT queues[g.i] AS queue) q ON true
-                ORDER BY g.i));
+                ORDER BY g.i);
+        IF pgtask.promote_parallel(v_tenant_ids, v_queue_list) > 0
+           AND EXISTS (SELECT 1 FROM pgtask.flow_limit l WHERE l.weight IS NOT NULL) THEN
+          -- weighted fair share (db/R__02b_fair_share.sql): the new heads' places
+          PERFORM pgtask.assign_passes(v_tenant_ids, v_queue_list, NULL);
+        END IF;
       END IF;
     END IF;
     RETURN QUERY SELECT x.ord::integer, x.id, true FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord);

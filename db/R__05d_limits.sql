@@ -25,6 +25,7 @@ $$;
 --   per_second, burst, tokens, next_token_at
 --                 a rate limit, the starts its bucket admits now, and when its next token is
 --                 due while it has none (NULL otherwise)
+--   weight        a tenant's weight in fair share (db/R__02b_fair_share.sql), NULL for 1
 -- A tenant without a limit runs one task at a time and is not listed.
 CREATE OR REPLACE VIEW pgtask.limits AS
 SELECT l.scope, l.key, coalesce(l.max_running, CASE WHEN l.scope = 'tenant' THEN 1 END) AS max_running,
@@ -53,7 +54,8 @@ SELECT l.scope, l.key, coalesce(l.max_running, CASE WHEN l.scope = 'tenant' THEN
         FROM pgtask.limit_bucket b WHERE b.limit_id = l.id) AS tokens,
        (SELECT greatest(b.tat - make_interval(secs => (l.burst - 1) / l.per_second), clock_timestamp())
         FROM pgtask.limit_bucket b WHERE b.limit_id = l.id
-          AND pgtask.tokens_now(b.tat, l.per_second, l.burst, clock_timestamp()) = 0) AS next_token_at
+          AND pgtask.tokens_now(b.tat, l.per_second, l.burst, clock_timestamp()) = 0) AS next_token_at,
+       l.weight
 FROM pgtask.flow_limit l;
 
 -- NULL when no concurrency limit that applies to a task (of this tenant, queue and kind) is full;

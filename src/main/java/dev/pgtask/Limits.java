@@ -14,6 +14,7 @@ import org.jooq.DSLContext;
  * pgTask.limits().set(LimitScope.TENANT, "acme", Limit.maxRunning(4));
  * pgTask.limits().set(LimitScope.KIND, "report.render", Limit.maxRunning(2));
  * pgTask.limits().set(LimitScope.KIND, "sms.send", Limit.perSecond(50, 10));
+ * pgTask.limits().set(LimitScope.TENANT, "bigco", Limit.maxRunning(8).withWeight(3));
  * }</pre>
  */
 public final class Limits {
@@ -29,19 +30,21 @@ public final class Limits {
   /**
    * Sets the limit of a tenant, queue or kind ({@code pgtask.set_limit}), replacing any limit it
    * had: at most {@code limit.maxRunning()} of its tasks run at once across the whole cluster, and/or
-   * at most {@code burst + perSecond × t} start in any t seconds, composed with every other limit
+   * at most {@code burst + perSecond × t} start in any t seconds, and/or (a tenant) a weight in fair
+   * share of its queues' starts, composed with every other limit
    * that applies (a task starts only when all of them admit it). Workers that start later obey it;
    * it applies to every task that starts after this call returns. A lowered limit stops no running
    * task. Without a limit a tenant runs one task at a time, and a queue or kind is unlimited.
    *
    * @return true when the key had no limit before, false when this replaced one
-   * @throws InvalidLimitException the key is empty or too long, or not a valid queue name; nothing was stored
+   * @throws InvalidLimitException the key is empty or too long, or not a valid queue name, or a weight
+   *     is given for a queue or kind; nothing was stored
    */
   public boolean set(LimitScope scope, String key, Limit limit) {
     Objects.requireNonNull(scope, "scope");
     Objects.requireNonNull(limit, "limit");
     return "created".equals(call("set limit", () -> LimitQueries.setLimit(dsl, scope.sqlName(), key, limit.maxRunning(),
-        limit.perSecond(), limit.burst())));
+        limit.perSecond(), limit.burst(), limit.weight())));
   }
 
   /**

@@ -42,11 +42,12 @@ final class LimitCommands {
         return;
       }
       TextTable t = new TextTable("SCOPE", "KEY", "MAX_RUNNING", "RUNNING", "SLOTS_HELD", "PER_SECOND", "BURST",
-          "TOKENS", "WAITING", "OLDEST_WAITING_SINCE", "STUCK");
+          "TOKENS", "WEIGHT", "WAITING", "OLDEST_WAITING_SINCE", "STUCK");
       for (LimitStatus l : limits) {
         t.row(l.scope(), l.key(), l.maxRunning() == 0 ? "" : l.maxRunning(), l.running(), l.slotsHeld(),
             l.perSecond() == null ? "" : l.perSecond().toPlainString(), l.burst() == null ? "" : l.burst(),
-            l.tokens() == null ? "" : l.tokens(), l.waiting(), Formats.text(l.oldestWaitingSince()), l.stuck());
+            l.tokens() == null ? "" : l.tokens(), l.weight() == null ? "" : l.weight().toPlainString(), l.waiting(),
+            Formats.text(l.oldestWaitingSince()), l.stuck());
       }
       out.print(t.isEmpty() ? "no limits (a tenant runs one task at a time; queues and kinds are unlimited)\n"
           : t.render());
@@ -105,12 +106,12 @@ final class LimitCommands {
     }
   }
 
-  /** {@code pgtask limit set --scope S --key K [--max-running N] [--per-second R [--burst B]]}. */
+  /** {@code pgtask limit set --scope S --key K [--max-running N] [--per-second R [--burst B]] [--weight W]}. */
   @Command(name = "set", mixinStandardHelpOptions = true,
       description = "At most N tasks of the tenant, queue or kind run at once across the cluster, and/or at most"
-          + " B + R x t start in any t seconds (durable; replaces its limit). Running tasks are never stopped by a"
-          + " lower limit.",
-      footer = "%nExit codes: 0 set, 2 invalid scope, key, maximum, rate or burst (nothing stored).")
+          + " B + R x t start in any t seconds, and/or (a tenant) a weight W in fair share of its queues' starts"
+          + " (durable; replaces its limit). Running tasks are never stopped by a lower limit.",
+      footer = "%nExit codes: 0 set, 2 invalid scope, key, maximum, rate, burst or weight (nothing stored).")
   static final class Set extends Change {
     @Option(names = "--max-running", description = "1 to 1024.")
     Integer maxRunning;
@@ -121,13 +122,24 @@ final class LimitCommands {
     @Option(names = "--burst", description = "Starts a rate admits at once (default 1).")
     Integer burst;
 
+    @Option(names = "--weight", description = "A tenant's share of its queues' starts against other tenants"
+        + " (above 0, at most 1000; 1 without).")
+    java.math.BigDecimal weight;
+
     @Override
     String[] apply(PgTask pgtask) {
-      boolean created = pgtask.limits().set(scope, key, new Limit(maxRunning, perSecond, burst));
-      String what = (maxRunning != null ? "at most " + maxRunning + " running at once" : "")
-          + (maxRunning != null && perSecond != null ? ", " : "")
-          + (perSecond != null ? perSecond.toPlainString() + " starts a second (burst " + (burst == null ? 1 : burst)
-              + ")" : "");
+      boolean created = pgtask.limits().set(scope, key, new Limit(maxRunning, perSecond, burst, weight));
+      java.util.List<String> parts = new java.util.ArrayList<>();
+      if (maxRunning != null) {
+        parts.add("at most " + maxRunning + " running at once");
+      }
+      if (perSecond != null) {
+        parts.add(perSecond.toPlainString() + " starts a second (burst " + (burst == null ? 1 : burst) + ")");
+      }
+      if (weight != null) {
+        parts.add("weight " + weight.toPlainString());
+      }
+      String what = String.join(", ", parts);
       return new String[] {created ? "created" : "changed",
           scope.sqlName() + " " + key + ": " + what + (created ? "" : " (replaced its previous limit)")};
     }

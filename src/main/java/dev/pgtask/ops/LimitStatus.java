@@ -19,7 +19,8 @@ import java.time.Instant;
  * @param burst its rate's burst, or null without a rate
  * @param tokens the starts its rate admits now, or null without a rate
  * @param nextTokenAt when its rate's next token is due while it has none, else null
+ * @param weight a tenant's weight in fair share, or null (1)
  */
 public record LimitStatus(String scope, String key, int maxRunning, long running, long slotsHeld, long waiting,
     Instant oldestWaitingSince, long stuck, Instant updatedAt, String updatedBy, java.math.BigDecimal perSecond,
-    Integer burst, Integer tokens, Instant nextTokenAt) {}
+    Integer burst, Integer tokens, Instant nextTokenAt, java.math.BigDecimal weight) {}

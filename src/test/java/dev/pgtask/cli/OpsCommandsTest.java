@@ -224,7 +224,7 @@ class OpsCommandsTest {
 
       CliRun limits = cli("limits");
       assertThat(limits.exitCode()).as("stderr: %s", limits.err()).isEqualTo(ExitCodes.OK);
-      assertThat(limits.out()).containsPattern("SCOPE +KEY +MAX_RUNNING +RUNNING +SLOTS_HELD +PER_SECOND +BURST +TOKENS +WAITING")
+      assertThat(limits.out()).containsPattern("SCOPE +KEY +MAX_RUNNING +RUNNING +SLOTS_HELD +PER_SECOND +BURST +TOKENS +WEIGHT +WAITING")
           .containsPattern("\\Rkind +report\\.render +3 +0 +0 +0 +0\\R");
       assertThat(JSON.readTree(cli("limits", "--json").out()).get(0).get("max_running").asInt()).isEqualTo(3);
 

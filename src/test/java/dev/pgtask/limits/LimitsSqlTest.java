@@ -120,12 +120,31 @@ class LimitsSqlTest {
   }
 
   @Test
-  void weightsAreRefusedAsNotAvailableRatherThanStoredAndIgnored() throws Exception {
+  void aTenantsWeightIsStoredShownAndTheLastOneGoneTakesEveryQueuedPassAway() throws Exception {
     try (Connection c = db.connect()) {
-      assertThatThrownBy(() -> c.createStatement().execute("select pgtask.set_limit('tenant', 'acme', weight => 3)"))
-          .isInstanceOfSatisfying(PSQLException.class, e -> assertThat(e.getSQLState()).isEqualTo("0A000"));
-      assertThat(count(c, "SELECT count(*) FROM pgtask.flow_limit")).isZero();
+      c.createStatement().execute("DELETE FROM pgtask.task");
+      c.createStatement().execute("select pgtask.set_limit('tenant', 'acme', weight => 3)");
+      assertThat(pgTask.limits().set(LimitScope.TENANT, "bigco", Limit.maxRunning(4).withWeight(0.5))).isTrue();
+      assertThat(pgTask.limits().list()).extracting(LimitStatus::key, l -> l.weight().doubleValue())
+          .containsExactly(org.assertj.core.groups.Tuple.tuple("acme", 3.0), org.assertj.core.groups.Tuple.tuple("bigco", 0.5));
+      c.createStatement().execute("select pgtask.enqueue('w.k', '{}', tenant => 'acme')");
+      c.createStatement().execute("select pgtask.enqueue('w.k', '{}')");
+      assertThat(count(c, "SELECT count(*) FROM pgtask.task WHERE pass IS NOT NULL"))
+          .as("with a weight, every new claimable task gets its place").isEqualTo(2);
+      c.createStatement().execute("select pgtask.clear_limit('tenant', 'acme')");
+      assertThat(count(c, "SELECT count(*) FROM pgtask.task WHERE pass IS NOT NULL")).as("one weight is left").isEqualTo(2);
+      c.createStatement().execute("select pgtask.set_limit('tenant', 'bigco', max_running => 4)");
+      assertThat(count(c, "SELECT count(*) FROM pgtask.task WHERE pass IS NOT NULL"))
+          .as("the last weight gone: no queued task keeps a place ahead of or behind the ones to come").isZero();
+      c.createStatement().execute("select pgtask.enqueue('w.k', '{}', tenant => 'other')");
+      assertThat(count(c, "SELECT count(*) FROM pgtask.task WHERE pass IS NOT NULL")).isZero();
+      c.createStatement().execute("DELETE FROM pgtask.task");
     }
+    assertThatThrownBy(() -> Limit.weight(0)).isInstanceOfSatisfying(InvalidLimitException.class,
+        e -> assertThat(e.constraint()).isEqualTo("limit_weight"));
+    assertThatThrownBy(() -> pgTask.limits().set(LimitScope.QUEUE, "mail", Limit.weight(2)))
+        .isInstanceOfSatisfying(InvalidLimitException.class,
+            e -> assertThat(e.constraint()).isEqualTo("limit_weight_tenant_only"));
   }
 
   @Test

@@ -25,7 +25,7 @@ import org.jooq.types.DayToSecond;
  * of their rows are {@link ClaimQueries}' and {@link ClaimRows}').
  *
  * <p>Protocol: a CTE selects claimable rows of the worker's queues and kinds in claim order
- * (priority, run_at, id) with {@code LIMIT n FOR UPDATE SKIP LOCKED}: rows locked by another
+ * (priority, pass, run_at, id; pass is NULL without weights) with {@code LIMIT n FOR UPDATE SKIP LOCKED}: rows locked by another
  * claimer are skipped, never waited on. The LIMIT sits inside the CTE so the planner cannot
  * re-evaluate it and lock more rows. Tenants that already have a running task are excluded before
  * the LIMIT (inside the locking select), so the claim never locks rows it then throws away; of the
@@ -105,7 +105,9 @@ final class ClaimStatements {
             // is durable (its own commit flushes the WAL up to and including the claim)
             .and(DSL.field(DSL.select(DSL.function("set_config", SQLDataType.CLOB,
                 DSL.inline("synchronous_commit"), DSL.inline("off"), DSL.inline(true)))).isNotNull())
-            .orderBy(c.PRIORITY, c.RUN_AT, c.ID)
+            // pass: a tenant's place under weighted fair share (db/R__02b_fair_share.sql), NULL
+            // for every task without weights: then the order is (priority, run_at, id)
+            .orderBy(c.PRIORITY, c.PASS.asc().nullsFirst(), c.RUN_AT, c.ID)
             .limit(DSL.field(DSL.select(DSL.param("limit", Integer.class))))
             .forUpdate()
             .skipLocked());
@@ -183,7 +185,7 @@ final class ClaimStatements {
             .and(running.BLOCKED.isFalse())
             .and(running.STATE.eq(DSL.inline(TaskState.running))))))
         .and(p.ID.ne(DSL.all(taken)))
-        .orderBy(p.PRIORITY, p.RUN_AT, p.ID)
+        .orderBy(p.PRIORITY, p.PASS.asc().nullsFirst(), p.RUN_AT, p.ID)
         .limit(DSL.inline(1))).isNotNull();
   }
 

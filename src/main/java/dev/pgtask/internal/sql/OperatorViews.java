@@ -123,7 +123,7 @@ public final class OperatorViews {
         rs.getInt("max_running"), rs.getLong("running"), rs.getLong("slots_held"), rs.getLong("waiting"),
         instant(rs, "oldest_waiting_since"), rs.getLong("stuck"), instant(rs, "updated_at"),
         rs.getString("updated_by"), rs.getBigDecimal("per_second"), integer(rs, "burst"), integer(rs, "tokens"),
-        instant(rs, "next_token_at")));
+        instant(rs, "next_token_at"), rs.getBigDecimal("weight")));
   }
 
   /** The busiest tenants of the recent window (at most {@code limit}), in the view's order. */

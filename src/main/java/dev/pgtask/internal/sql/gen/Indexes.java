@@ -26,10 +26,11 @@ public class Indexes {
 
     public static final Index FLOW_LIMIT_TENANT_IDX = Internal.createIndex(DSL.name("flow_limit_tenant_idx"), FlowLimit.FLOW_LIMIT, new OrderField[] { FlowLimit.FLOW_LIMIT.TENANT_ID }, true);
     public static final Index SCHEDULE_DUE_IDX = Internal.createIndex(DSL.name("schedule_due_idx"), Schedule.SCHEDULE, new OrderField[] { Schedule.SCHEDULE.NEXT_DUE_AT }, false);
-    public static final Index TASK_CLAIMABLE_IDX = Internal.createIndex(DSL.name("task_claimable_idx"), Task.TASK, new OrderField[] { Task.TASK.QUEUE, Task.TASK.PRIORITY, Task.TASK.RUN_AT, Task.TASK.ID }, false);
+    public static final Index TASK_CLAIMABLE_IDX = Internal.createIndex(DSL.name("task_claimable_idx"), Task.TASK, new OrderField[] { Task.TASK.QUEUE, Task.TASK.PRIORITY, Task.TASK.PASS, Task.TASK.RUN_AT, Task.TASK.ID }, false);
     public static final Index TASK_DEBOUNCE_KEY_IDX = Internal.createIndex(DSL.name("task_debounce_key_idx"), Task.TASK, new OrderField[] { Task.TASK.DEBOUNCE_KEY }, true);
     public static final Index TASK_DEDUPE_KEY_IDX = Internal.createIndex(DSL.name("task_dedupe_key_idx"), Task.TASK, new OrderField[] { Task.TASK.DEDUPE_KEY }, true);
     public static final Index TASK_FINISHED_IDX = Internal.createIndex(DSL.name("task_finished_idx"), Task.TASK, new OrderField[] { Task.TASK.FINISHED_AT }, false);
+    public static final Index TASK_PASS_IDX = Internal.createIndex(DSL.name("task_pass_idx"), Task.TASK, new OrderField[] { Task.TASK.ID }, false);
     public static final Index TASK_RUNNING_IDX = Internal.createIndex(DSL.name("task_running_idx"), Task.TASK, new OrderField[] { Task.TASK.LEASE_UNTIL }, false);
     public static final Index TASK_SCHEDULE_FIRE_IDX = Internal.createIndex(DSL.name("task_schedule_fire_idx"), Task.TASK, new OrderField[] { Task.TASK.SCHEDULE_NAME, Task.TASK.SCHEDULE_FIRE_AT }, true);
     public static final Index TASK_TENANT_HEAD_IDX = Internal.createIndex(DSL.name("task_tenant_head_idx"), Task.TASK, new OrderField[] { Task.TASK.TENANT_ID, Task.TASK.QUEUE }, false);

@@ -4,12 +4,15 @@
 package dev.pgtask.internal.sql.gen;
 
 
+import dev.pgtask.internal.sql.gen.routines.AssignPasses;
+import dev.pgtask.internal.sql.gen.routines.AssignPassesUntenanted;
 import dev.pgtask.internal.sql.gen.routines.CallerProducerBound;
 import dev.pgtask.internal.sql.gen.routines.CancelTask;
 import dev.pgtask.internal.sql.gen.routines.CheckQueueName;
 import dev.pgtask.internal.sql.gen.routines.CheckTaskFilter;
 import dev.pgtask.internal.sql.gen.routines.CheckTimeZone;
 import dev.pgtask.internal.sql.gen.routines.ClearLimit;
+import dev.pgtask.internal.sql.gen.routines.ClearPassesUnlessWeighted;
 import dev.pgtask.internal.sql.gen.routines.CronField;
 import dev.pgtask.internal.sql.gen.routines.CronLatest;
 import dev.pgtask.internal.sql.gen.routines.CronMacro;
@@ -37,6 +40,7 @@ import dev.pgtask.internal.sql.gen.routines.PayloadLimitsWalkAbove;
 import dev.pgtask.internal.sql.gen.routines.ProducerBoundError;
 import dev.pgtask.internal.sql.gen.routines.PromoteParallel;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
+import dev.pgtask.internal.sql.gen.routines.QueuePass;
 import dev.pgtask.internal.sql.gen.routines.RaiseScheduleError;
 import dev.pgtask.internal.sql.gen.routines.ReleaseMaintenanceLease;
 import dev.pgtask.internal.sql.gen.routines.ResumeQueue;
@@ -55,6 +59,7 @@ import dev.pgtask.internal.sql.gen.routines.TakeSlots;
 import dev.pgtask.internal.sql.gen.routines.TaskDetail;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.TenantSlots;
+import dev.pgtask.internal.sql.gen.routines.TenantWeight;
 import dev.pgtask.internal.sql.gen.routines.TokensNow;
 import dev.pgtask.internal.sql.gen.routines.TrySlot;
 import dev.pgtask.internal.sql.gen.routines.Unschedule;
@@ -98,6 +103,36 @@ import org.jooq.types.YearToSecond;
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class Routines {
+
+    /**
+     * Call <code>pgtask.assign_passes</code>
+     */
+    public static void assignPasses(
+          Configuration configuration
+        , Integer[] pTenants
+        , String[] pQueues
+        , Double[] pPrevs
+    ) {
+        AssignPasses p = new AssignPasses();
+        p.setPTenants(pTenants);
+        p.setPQueues(pQueues);
+        p.setPPrevs(pPrevs);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.assign_passes_untenanted</code>
+     */
+    public static void assignPassesUntenanted(
+          Configuration configuration
+        , Long[] pIds
+    ) {
+        AssignPassesUntenanted p = new AssignPassesUntenanted();
+        p.setPIds(pIds);
+
+        p.execute(configuration);
+    }
 
     /**
      * Call <code>pgtask.caller_producer_bound</code>
@@ -244,6 +279,17 @@ public class Routines {
         f.setKey(key);
 
         return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.clear_passes_unless_weighted</code>
+     */
+    public static void clearPassesUnlessWeighted(
+          Configuration configuration
+    ) {
+        ClearPassesUnlessWeighted p = new ClearPassesUnlessWeighted();
+
+        p.execute(configuration);
     }
 
     /**
@@ -1335,6 +1381,50 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.queue_pass</code>
+     */
+    public static Double queuePass(
+          Configuration configuration
+        , String pQueue
+        , Double pPrev
+    ) {
+        QueuePass f = new QueuePass();
+        f.setPQueue(pQueue);
+        f.setPPrev(pPrev);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.queue_pass</code> as a field.
+     */
+    public static Field<Double> queuePass(
+          String pQueue
+        , Double pPrev
+    ) {
+        QueuePass f = new QueuePass();
+        f.setPQueue(pQueue);
+        f.setPPrev(pPrev);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.queue_pass</code> as a field.
+     */
+    public static Field<Double> queuePass(
+          Field<String> pQueue
+        , Field<Double> pPrev
+    ) {
+        QueuePass f = new QueuePass();
+        f.setPQueue(pQueue);
+        f.setPPrev(pPrev);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.raise_schedule_error</code>
      */
     public static void raiseScheduleError(
@@ -2007,6 +2097,44 @@ public class Routines {
           Field<Integer> pTenantId
     ) {
         TenantSlots f = new TenantSlots();
+        f.setPTenantId(pTenantId);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.tenant_weight</code>
+     */
+    public static Double tenantWeight(
+          Configuration configuration
+        , Integer pTenantId
+    ) {
+        TenantWeight f = new TenantWeight();
+        f.setPTenantId(pTenantId);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_weight</code> as a field.
+     */
+    public static Field<Double> tenantWeight(
+          Integer pTenantId
+    ) {
+        TenantWeight f = new TenantWeight();
+        f.setPTenantId(pTenantId);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_weight</code> as a field.
+     */
+    public static Field<Double> tenantWeight(
+          Field<Integer> pTenantId
+    ) {
+        TenantWeight f = new TenantWeight();
         f.setPTenantId(pTenantId);
 
         return f.asField();

@@ -174,6 +174,11 @@ public class Task extends TableImpl<TaskRecord> {
      */
     public final TableField<TaskRecord, String> DEBOUNCE_KEY = createField(DSL.name("debounce_key"), SQLDataType.CLOB, this, "");
 
+    /**
+     * The column <code>pgtask.task.pass</code>.
+     */
+    public final TableField<TaskRecord, Double> PASS = createField(DSL.name("pass"), SQLDataType.DOUBLE, this, "");
+
     private Task(Name alias, Table<TaskRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }
@@ -243,7 +248,7 @@ public class Task extends TableImpl<TaskRecord> {
 
     @Override
     public List<Index> getIndexes() {
-        return Arrays.asList(Indexes.TASK_CLAIMABLE_IDX, Indexes.TASK_DEBOUNCE_KEY_IDX, Indexes.TASK_DEDUPE_KEY_IDX, Indexes.TASK_FINISHED_IDX, Indexes.TASK_RUNNING_IDX, Indexes.TASK_SCHEDULE_FIRE_IDX, Indexes.TASK_TENANT_HEAD_IDX, Indexes.TASK_TENANT_WAITING_IDX);
+        return Arrays.asList(Indexes.TASK_CLAIMABLE_IDX, Indexes.TASK_DEBOUNCE_KEY_IDX, Indexes.TASK_DEDUPE_KEY_IDX, Indexes.TASK_FINISHED_IDX, Indexes.TASK_PASS_IDX, Indexes.TASK_RUNNING_IDX, Indexes.TASK_SCHEDULE_FIRE_IDX, Indexes.TASK_TENANT_HEAD_IDX, Indexes.TASK_TENANT_WAITING_IDX);
     }
 
     @Override

@@ -352,6 +352,21 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         return (String) get(21);
     }
 
+    /**
+     * Setter for <code>pgtask.task.pass</code>.
+     */
+    public TaskRecord setPass(Double value) {
+        set(22, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.pass</code>.
+     */
+    public Double getPass() {
+        return (Double) get(22);
+    }
+
     // -------------------------------------------------------------------------
     // Primary key information
     // -------------------------------------------------------------------------
@@ -375,7 +390,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
     /**
      * Create a detached, initialised TaskRecord
      */
-    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String scheduleName, Instant scheduleFireAt, String traceParent, String debounceKey) {
+    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String scheduleName, Instant scheduleFireAt, String traceParent, String debounceKey, Double pass) {
         super(Task.TASK);
 
         setId(id);
@@ -400,6 +415,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         setScheduleFireAt(scheduleFireAt);
         setTraceParent(traceParent);
         setDebounceKey(debounceKey);
+        setPass(pass);
         resetChangedOnNotNull();
     }
 }
