@@ -99,14 +99,16 @@ final class ClaimLimits {
   /**
    * The rate limits of each picked row, ranked in claim order within each limit: {@code (id,
    * limit_id, rn)}. {@code picked}: the rows the concurrency ranks kept, {@code (id)}; {@code
-   * locked}: the locked rows with their tenant, queue, kind and priority.
+   * locked}: the locked rows with their tenant, queue, kind and the claim order's columns
+   * ({@code claimOrder}).
    */
-  static CommonTableExpression<?> rated(CommonTableExpression<?> picked, CommonTableExpression<?> locked) {
+  static CommonTableExpression<?> rated(CommonTableExpression<?> picked, CommonTableExpression<?> locked,
+      java.util.List<org.jooq.OrderField<?>> claimOrder) {
     FlowLimit l = FLOW_LIMIT.as("rl");
     Field<Long> pId = picked.field("id", Long.class);
     Field<Long> lId = locked.field(TASK.ID);
     return DSL.name("rated").as(DSL.select(pId.as("id"), l.ID.as("limit_id"),
-            DSL.rowNumber().over(DSL.partitionBy(l.ID).orderBy(locked.field(TASK.PRIORITY), pId)).as("rn"))
+            DSL.rowNumber().over(DSL.partitionBy(l.ID).orderBy(claimOrder)).as("rn"))
         .from(picked)
         .join(locked).on(lId.eq(pId))
         .join(l).on(l.PER_SECOND.isNotNull()

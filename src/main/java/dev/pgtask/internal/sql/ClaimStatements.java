@@ -89,7 +89,7 @@ final class ClaimStatements {
             ClaimLimits.keys(limitRoom, "tenant", "tenant_id", SQLDataType.INTEGER, false)))));
 
     CommonTableExpression<?> locked = DSL.name("locked").as(
-        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY, c.QUEUE, c.KIND)
+        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY, c.QUEUE, c.KIND, c.PASS, c.RUN_AT)
             .from(c)
             .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
             .and(c.BLOCKED.isFalse())
@@ -120,19 +120,20 @@ final class ClaimStatements {
     // room of each. And of the tasks under any limit, at most as many as the worker has idle
     // executors (capped_room): claimed ahead, they would count as running and keep the limit's
     // room from the other workers while they wait here
+    // every rank in claim order (the locked CTE's), so that what the limits keep is what comes first
+    List<org.jooq.OrderField<?>> claimOrder = claimOrder(locked, c);
     Field<Integer> rank = DSL.rowNumber().over(DSL.partitionBy(DSL.coalesce(lTenant.cast(Long.class), lId.neg()))
-        .orderBy(locked.field(c.PRIORITY), lId));
+        .orderBy(claimOrder));
     Field<String> lQueue = locked.field(c.QUEUE);
     Field<String> lKind = locked.field(c.KIND);
-    Field<Integer> queueRank = DSL.rowNumber().over(DSL.partitionBy(lQueue).orderBy(locked.field(c.PRIORITY), lId));
-    Field<Integer> kindRank = DSL.rowNumber().over(DSL.partitionBy(lKind).orderBy(locked.field(c.PRIORITY), lId));
+    Field<Integer> queueRank = DSL.rowNumber().over(DSL.partitionBy(lQueue).orderBy(claimOrder));
+    Field<Integer> kindRank = DSL.rowNumber().over(DSL.partitionBy(lKind).orderBy(claimOrder));
     Field<Integer> tenantRoom = ClaimLimits.roomOf(limitRoom, "tenant", "tenant_id", lTenant, 1);
     Field<Integer> queueRoom = ClaimLimits.roomOf(limitRoom, "queue", "key", lQueue, Integer.MAX_VALUE);
     Field<Integer> kindRoom = ClaimLimits.roomOf(limitRoom, "kind", "key", lKind, Integer.MAX_VALUE);
     // under a limit: a limited tenant's task, or one of a limited queue or kind
     Field<Boolean> limited = ClaimLimits.limited(limitRoom, lTenant, lQueue, lKind);
-    Field<Integer> limitedRank = DSL.rowNumber().over(DSL.partitionBy(limited)
-        .orderBy(locked.field(c.PRIORITY), lId));
+    Field<Integer> limitedRank = DSL.rowNumber().over(DSL.partitionBy(limited).orderBy(claimOrder));
     // beyond_room: a task under a limit past the worker's idle executors (:capped_room, bound once)
     Field<Integer> cappedRoom = DSL.field(DSL.select(DSL.param("capped_room", Integer.class)));
     CommonTableExpression<?> ranked = DSL.name("ranked").as(DSL.select(lId.as("id"), rank.as("rn"),
@@ -152,7 +153,7 @@ final class ClaimStatements {
     // claims again as soon as one is free (it would otherwise wait for a wake-up that no one sends)
     Field<Integer> heldForRoom = DSL.field(DSL.selectCount().from(ranked).where(withinLimits).and(beyondRoom));
     // of those, the ones every rate limit that applies grants a token now
-    CommonTableExpression<?> rated = ClaimLimits.rated(picked, locked);
+    CommonTableExpression<?> rated = ClaimLimits.rated(picked, locked, claimOrder);
     CommonTableExpression<?> granted = ClaimLimits.granted(rated);
     Field<Long> pickedId = picked.field("id", Long.class);
     var kept = DSL.select(pickedId).from(picked).where(ClaimLimits.withTokens(pickedId, rated, granted));
@@ -163,6 +164,12 @@ final class ClaimStatements {
         TASK.ID.eq(DSL.any(DSL.array(kept))), lockedCount,
         spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), ClaimLimits.nextTokenMillis(granted),
         heldForRoom);
+  }
+
+  /** The claim's order, (priority, pass, run_at, id), over the locked CTE's columns. */
+  private static List<org.jooq.OrderField<?>> claimOrder(CommonTableExpression<?> locked, Task c) {
+    return List.of(locked.field(c.PRIORITY), locked.field(c.PASS).asc().nullsFirst(), locked.field(c.RUN_AT),
+        locked.field(c.ID));
   }
 
   /**
