@@ -20,11 +20,13 @@ import dev.pgtask.internal.sql.gen.routines.DeleteTask;
 import dev.pgtask.internal.sql.gen.routines.DueSince;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
 import dev.pgtask.internal.sql.gen.routines.ExplainDuration;
+import dev.pgtask.internal.sql.gen.routines.ExplainParentsJson;
 import dev.pgtask.internal.sql.gen.routines.ExplainTask;
 import dev.pgtask.internal.sql.gen.routines.ExplainTaskJson;
 import dev.pgtask.internal.sql.gen.routines.ExplainTime;
 import dev.pgtask.internal.sql.gen.routines.FireSchedules;
 import dev.pgtask.internal.sql.gen.routines.GrantProducer;
+import dev.pgtask.internal.sql.gen.routines.InsertChild;
 import dev.pgtask.internal.sql.gen.routines.LimitFullJson;
 import dev.pgtask.internal.sql.gen.routines.LimitInputError;
 import dev.pgtask.internal.sql.gen.routines.LimitMatches;
@@ -39,6 +41,9 @@ import dev.pgtask.internal.sql.gen.routines.PromoteParallel;
 import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
 import dev.pgtask.internal.sql.gen.routines.RaiseScheduleError;
 import dev.pgtask.internal.sql.gen.routines.ReleaseMaintenanceLease;
+import dev.pgtask.internal.sql.gen.routines.ReleaseTask;
+import dev.pgtask.internal.sql.gen.routines.ReplaceFunction;
+import dev.pgtask.internal.sql.gen.routines.ResolveChildren;
 import dev.pgtask.internal.sql.gen.routines.ResumeQueue;
 import dev.pgtask.internal.sql.gen.routines.ResumeSchedule;
 import dev.pgtask.internal.sql.gen.routines.RetryTask;
@@ -55,6 +60,7 @@ import dev.pgtask.internal.sql.gen.routines.TakeSlots;
 import dev.pgtask.internal.sql.gen.routines.TaskDetail;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.TenantSlots;
+import dev.pgtask.internal.sql.gen.routines.TenantWaits;
 import dev.pgtask.internal.sql.gen.routines.TokensNow;
 import dev.pgtask.internal.sql.gen.routines.TrySlot;
 import dev.pgtask.internal.sql.gen.routines.Unschedule;
@@ -68,6 +74,7 @@ import dev.pgtask.internal.sql.gen.tables.DeleteTasks;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.FilterTasks;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
+import dev.pgtask.internal.sql.gen.tables.ParentResults;
 import dev.pgtask.internal.sql.gen.tables.RetryTasks;
 import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
@@ -77,8 +84,10 @@ import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.ParentResultsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
 
@@ -579,6 +588,8 @@ public class Routines {
         , Integer maxAttempts
         , String dedupeKey
         , YearToSecond debounce
+        , Long[] dependsOn
+        , String onParentFailure
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -590,6 +601,8 @@ public class Routines {
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
         f.setDebounce(debounce);
+        f.setDependsOn(dependsOn);
+        f.setOnParentFailure(onParentFailure);
 
         f.execute(configuration);
         return f.getReturnValue();
@@ -608,6 +621,8 @@ public class Routines {
         , Integer maxAttempts
         , String dedupeKey
         , YearToSecond debounce
+        , Long[] dependsOn
+        , String onParentFailure
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -619,6 +634,8 @@ public class Routines {
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
         f.setDebounce(debounce);
+        f.setDependsOn(dependsOn);
+        f.setOnParentFailure(onParentFailure);
 
         return f.asField();
     }
@@ -636,6 +653,8 @@ public class Routines {
         , Field<Integer> maxAttempts
         , Field<String> dedupeKey
         , Field<YearToSecond> debounce
+        , Field<Long[]> dependsOn
+        , Field<String> onParentFailure
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -647,6 +666,8 @@ public class Routines {
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
         f.setDebounce(debounce);
+        f.setDependsOn(dependsOn);
+        f.setOnParentFailure(onParentFailure);
 
         return f.asField();
     }
@@ -685,6 +706,44 @@ public class Routines {
     ) {
         ExplainDuration f = new ExplainDuration();
         f.setPFor(pFor);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.explain_parents_json</code>
+     */
+    public static JSONB explainParentsJson(
+          Configuration configuration
+        , TaskRecord pTask
+    ) {
+        ExplainParentsJson f = new ExplainParentsJson();
+        f.setPTask(pTask);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_parents_json</code> as a field.
+     */
+    public static Field<JSONB> explainParentsJson(
+          TaskRecord pTask
+    ) {
+        ExplainParentsJson f = new ExplainParentsJson();
+        f.setPTask(pTask);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_parents_json</code> as a field.
+     */
+    public static Field<JSONB> explainParentsJson(
+          Field<TaskRecord> pTask
+    ) {
+        ExplainParentsJson f = new ExplainParentsJson();
+        f.setPTask(pTask);
 
         return f.asField();
     }
@@ -826,6 +885,104 @@ public class Routines {
         p.setRoleName(roleName);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.insert_child</code>
+     */
+    public static Long insertChild(
+          Configuration configuration
+        , String pKind
+        , JSONB pPayload
+        , String pQueue
+        , Integer pTenantId
+        , Instant pRunAt
+        , Integer pPriority
+        , Integer pMaxAttempts
+        , Long[] pParents
+        , String pPolicy
+        , Long pId
+        , String pContext
+    ) {
+        InsertChild f = new InsertChild();
+        f.setPKind(pKind);
+        f.setPPayload(pPayload);
+        f.setPQueue(pQueue);
+        f.setPTenantId(pTenantId);
+        f.setPRunAt(pRunAt);
+        f.setPPriority(pPriority);
+        f.setPMaxAttempts(pMaxAttempts);
+        f.setPParents(pParents);
+        f.setPPolicy(pPolicy);
+        f.setPId(pId);
+        f.setPContext(pContext);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.insert_child</code> as a field.
+     */
+    public static Field<Long> insertChild(
+          String pKind
+        , JSONB pPayload
+        , String pQueue
+        , Integer pTenantId
+        , Instant pRunAt
+        , Integer pPriority
+        , Integer pMaxAttempts
+        , Long[] pParents
+        , String pPolicy
+        , Long pId
+        , String pContext
+    ) {
+        InsertChild f = new InsertChild();
+        f.setPKind(pKind);
+        f.setPPayload(pPayload);
+        f.setPQueue(pQueue);
+        f.setPTenantId(pTenantId);
+        f.setPRunAt(pRunAt);
+        f.setPPriority(pPriority);
+        f.setPMaxAttempts(pMaxAttempts);
+        f.setPParents(pParents);
+        f.setPPolicy(pPolicy);
+        f.setPId(pId);
+        f.setPContext(pContext);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.insert_child</code> as a field.
+     */
+    public static Field<Long> insertChild(
+          Field<String> pKind
+        , Field<JSONB> pPayload
+        , Field<String> pQueue
+        , Field<Integer> pTenantId
+        , Field<Instant> pRunAt
+        , Field<Integer> pPriority
+        , Field<Integer> pMaxAttempts
+        , Field<Long[]> pParents
+        , Field<String> pPolicy
+        , Field<Long> pId
+        , Field<String> pContext
+    ) {
+        InsertChild f = new InsertChild();
+        f.setPKind(pKind);
+        f.setPPayload(pPayload);
+        f.setPQueue(pQueue);
+        f.setPTenantId(pTenantId);
+        f.setPRunAt(pRunAt);
+        f.setPPriority(pPriority);
+        f.setPMaxAttempts(pMaxAttempts);
+        f.setPParents(pParents);
+        f.setPPolicy(pPolicy);
+        f.setPId(pId);
+        f.setPContext(pContext);
+
+        return f.asField();
     }
 
     /**
@@ -1385,6 +1542,49 @@ public class Routines {
         f.setPWorker(pWorker);
 
         return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.release_task</code>
+     */
+    public static void releaseTask(
+          Configuration configuration
+        , Long taskId
+    ) {
+        ReleaseTask p = new ReleaseTask();
+        p.setTaskId(taskId);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.replace_function</code>
+     */
+    public static void replaceFunction(
+          Configuration configuration
+        , String pOld
+        , String pNew
+    ) {
+        ReplaceFunction p = new ReplaceFunction();
+        p.setPOld(pOld);
+        p.setPNew(pNew);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.resolve_children</code>
+     */
+    public static void resolveChildren(
+          Configuration configuration
+        , Long pParent
+        , String pOutcome
+    ) {
+        ResolveChildren p = new ResolveChildren();
+        p.setPParent(pParent);
+        p.setPOutcome(pOutcome);
+
+        p.execute(configuration);
     }
 
     /**
@@ -2013,6 +2213,56 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.tenant_waits</code>
+     */
+    public static Boolean tenantWaits(
+          Configuration configuration
+        , Integer pTenantId
+        , String pQueue
+        , Instant pRunAt
+    ) {
+        TenantWaits f = new TenantWaits();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPRunAt(pRunAt);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_waits</code> as a field.
+     */
+    public static Field<Boolean> tenantWaits(
+          Integer pTenantId
+        , String pQueue
+        , Instant pRunAt
+    ) {
+        TenantWaits f = new TenantWaits();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_waits</code> as a field.
+     */
+    public static Field<Boolean> tenantWaits(
+          Field<Integer> pTenantId
+        , Field<String> pQueue
+        , Field<Instant> pRunAt
+    ) {
+        TenantWaits f = new TenantWaits();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.tokens_now</code>
      */
     public static Integer tokensNow(
@@ -2475,6 +2725,8 @@ public class Routines {
         , Integer[] priorities
         , Integer[] maxAttempts
         , String[] dedupeKeys
+        , JSONB[] dependsOn
+        , String[] onParentFailures
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
               kinds
@@ -2485,6 +2737,8 @@ public class Routines {
             , priorities
             , maxAttempts
             , dedupeKeys
+            , dependsOn
+            , onParentFailures
         )).fetch();
     }
 
@@ -2500,6 +2754,8 @@ public class Routines {
         , Integer[] priorities
         , Integer[] maxAttempts
         , String[] dedupeKeys
+        , JSONB[] dependsOn
+        , String[] onParentFailures
     ) {
         return dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
             kinds,
@@ -2509,7 +2765,9 @@ public class Routines {
             runAts,
             priorities,
             maxAttempts,
-            dedupeKeys
+            dedupeKeys,
+            dependsOn,
+            onParentFailures
         );
     }
 
@@ -2525,6 +2783,8 @@ public class Routines {
         , Field<Integer[]> priorities
         , Field<Integer[]> maxAttempts
         , Field<String[]> dedupeKeys
+        , Field<JSONB[]> dependsOn
+        , Field<String[]> onParentFailures
     ) {
         return dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
             kinds,
@@ -2534,7 +2794,9 @@ public class Routines {
             runAts,
             priorities,
             maxAttempts,
-            dedupeKeys
+            dedupeKeys,
+            dependsOn,
+            onParentFailures
         );
     }
 
@@ -2645,6 +2907,40 @@ public class Routines {
             pWorker,
             pLeaseMs,
             pHeartbeat
+        );
+    }
+
+    /**
+     * Call <code>pgtask.parent_results</code>.
+     */
+    public static Result<ParentResultsRecord> parentResults(
+          Configuration configuration
+        , Long taskId
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+              taskId
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.parent_results</code> as a table.
+     */
+    public static ParentResults parentResults(
+          Long taskId
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+            taskId
+        );
+    }
+
+    /**
+     * Get <code>pgtask.parent_results</code> as a table.
+     */
+    public static ParentResults parentResults(
+          Field<Long> taskId
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+            taskId
         );
     }
 
