@@ -280,8 +280,8 @@ class DependenciesTest {
         s.execute("UPDATE pgtask.task SET state = 'completed', finished_at = clock_timestamp() WHERE id = " + parent);
       }
       Future<Long> enqueue = threads.submit(() -> sql("SELECT pgtask.enqueue('dep.x', depends_on => ARRAY[" + parent + "]::bigint[])"));
-      awaitWaitingOnLock();
-      assertThat(enqueue).isNotDone();
+      await("the enqueue waits for the parent's row").atMost(Duration.ofSeconds(10))
+          .until(() -> enqueue.isDone() || waitingOnLock());
       t.commit();
       child = enqueue.get(10, TimeUnit.SECONDS);
     }
@@ -301,7 +301,8 @@ class DependenciesTest {
         finish(parent2, "completed");
         return null;
       });
-      awaitWaitingOnLock();
+      await("the completion waits for the parent's row").atMost(Duration.ofSeconds(10))
+          .until(() -> complete.isDone() || waitingOnLock());
       e.commit();
       complete.get(10, TimeUnit.SECONDS);
     }
@@ -309,9 +310,9 @@ class DependenciesTest {
     assertThat(state(child2)).as("child whose parent completed while it was being enqueued").isEqualTo("available");
   }
 
-  /** Waits until a session of the test database waits for a row lock. */
-  private static void awaitWaitingOnLock() {
-    await("a session waits for a lock").atMost(Duration.ofSeconds(10)).until(() -> queue.sql().count(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0);
+  /** Whether a session of the test database waits for a lock. */
+  private static boolean waitingOnLock() throws SQLException {
+    return queue.sql().count(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0;
   }
 }
