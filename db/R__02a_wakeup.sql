@@ -92,7 +92,8 @@ SET LOCAL client_min_messages = warning;
 -- The insert statement's wake-ups, as pgtask.wake_queues sends them, grouped straight from the
 -- transition table: building two arrays of every inserted row to unnest them again cost a batch
 -- of 10,000 tasks about as much as the rest of the trigger's work. One clock reading decides
--- which tasks are due now.
+-- which tasks are due now. A task inserted pending (waiting for its parents, R__03b) or already
+-- cancelled (a failed parent) wakes nobody.
 CREATE OR REPLACE FUNCTION pgtask.task_after_insert_notify() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -106,7 +107,7 @@ BEGIN
   FOR v IN SELECT n.queue, bool_or(n.run_at <= v_now) AS due_now,
                   min(n.run_at) FILTER (WHERE n.run_at > v_now AND isfinite(n.run_at)) AS next_at
            FROM new_tasks n
-           WHERE NOT n.blocked
+           WHERE NOT n.blocked AND n.state IN ('available', 'retryable')
            GROUP BY n.queue LOOP
     IF v.due_now THEN
       PERFORM pg_notify('pgtask', v.queue);

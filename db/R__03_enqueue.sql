@@ -13,6 +13,9 @@
 -- The same read says whether the owner set any producer bound (settings.producer_bounds,
 -- R__03a_producer_bounds.sql): only then is the caller's bound looked up, so where none is set
 -- the bounds cost nothing.
+-- With depends_on (parent task ids), the task waits ('pending') until its parents complete, and
+-- on_parent_failure (cancel, the default; run; wait) says what a failed parent does to it
+-- (R__03b_dependencies.sql); not with a dedupe key or debounce (task_depends_on_dedupe).
 CREATE OR REPLACE FUNCTION pgtask.enqueue(
   kind text,
   payload jsonb DEFAULT '{}',
@@ -22,7 +25,9 @@ CREATE OR REPLACE FUNCTION pgtask.enqueue(
   priority integer DEFAULT 0,
   max_attempts integer DEFAULT 25,
   dedupe_key text DEFAULT NULL,
-  debounce interval DEFAULT NULL
+  debounce interval DEFAULT NULL,
+  depends_on bigint[] DEFAULT NULL,
+  on_parent_failure text DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -52,6 +57,10 @@ BEGIN
     -- the debounced run_at, which the producer bounds judge as any other (it is never in the past)
     v_run_at := now() + enqueue.debounce;
   END IF;
+  IF v_error IS NULL AND enqueue.depends_on IS NOT NULL
+     AND (enqueue.dedupe_key IS NOT NULL OR enqueue.debounce IS NOT NULL) THEN
+    v_error := 'task_depends_on_dedupe|a task with depends_on takes no dedupe_key or debounce';
+  END IF;
   IF v_error IS NULL AND v_bounds THEN
     SELECT pgtask.producer_bound_error(b.caller, b.min_priority, b.max_priority, b.past_run_at,
                                        coalesce(enqueue.priority, 0), v_run_at)
@@ -63,6 +72,10 @@ BEGIN
   END IF;
   IF enqueue.tenant IS NOT NULL THEN
     v_tenant_id := pgtask.tenant_id(enqueue.tenant);
+  END IF;
+  IF enqueue.depends_on IS NOT NULL THEN
+    RETURN pgtask.insert_child(enqueue.kind, enqueue.payload, enqueue.queue, v_tenant_id, enqueue.run_at,
+      coalesce(enqueue.priority, 0), enqueue.max_attempts, enqueue.depends_on, enqueue.on_parent_failure);
   END IF;
   IF enqueue.debounce IS NOT NULL THEN
     -- Debounce. The pending holder of the key (queued and never claimed: task_debounce_key_idx,
@@ -137,14 +150,19 @@ BEGIN
 END
 $$;
 
--- pgtask.enqueue gained its debounce parameter (V9__debounce.sql). CREATE OR REPLACE cannot add a
--- parameter, so the function above is a new one beside the eight-parameter one it replaces: every
--- role that could execute the old one (pgtask.grant_producer's grants, or the owner's own) gets
--- the same on the new one, and then the old one is dropped. Callers keep working unchanged: the
--- new parameter has a default, and named or positional calls of the old one call the new one.
-DO $$
+-- pgtask.enqueue gained its debounce parameter (V9__debounce.sql), then depends_on and
+-- on_parent_failure (V10__dependencies.sql); pgtask.enqueue_batch gained depends_on and
+-- on_parent_failures. CREATE OR REPLACE cannot add a parameter, so each function here is a new one
+-- beside the one it replaces: every role that could execute an old one (pgtask.grant_producer's
+-- grants, or the owner's own) gets the same on the new one, and then the old one is dropped.
+-- Callers keep working unchanged: the new parameters have defaults, and named or positional calls
+-- of an old one call the new one. (Run at the end of this file, once both new functions exist.)
+CREATE OR REPLACE FUNCTION pgtask.replace_function(p_old text, p_new text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
-  v_old regprocedure := to_regprocedure('pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text)');
+  v_old regprocedure := to_regprocedure(p_old);
   v_grantee regrole;
 BEGIN
   IF v_old IS NULL THEN
@@ -154,17 +172,21 @@ BEGIN
     SELECT a.grantee::regrole FROM pg_proc p, aclexplode(p.proacl) a
     WHERE p.oid = v_old AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
   LOOP
-    EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval) TO %s',
-                   v_grantee);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', p_new, v_grantee);
   END LOOP;
   EXECUTE format('DROP FUNCTION %s', v_old);
 END
 $$;
+REVOKE EXECUTE ON FUNCTION pgtask.replace_function(text, text) FROM PUBLIC;
+SELECT pgtask.replace_function('pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text)',
+  'pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval, bigint[], text)');
+SELECT pgtask.replace_function('pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval)',
+  'pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval, bigint[], text)');
 -- Nothing for PUBLIC, here and not only in R__06_privileges: on an upgrade Flyway re-applies only
 -- the repeatable migrations whose text changed, so R__06 may not run after this file, and its
 -- ALTER DEFAULT PRIVILEGES IN SCHEMA cannot take back the EXECUTE that every new function gives
 -- PUBLIC (a per-schema default only adds to the global one).
-REVOKE EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval, bigint[], text) FROM PUBLIC;
 
 -- Enqueues a batch in one call. The arrays are parallel (one element per task; NULL elements take
 -- the defaults of pgtask.enqueue; payloads, queues, ... may be NULL as a whole). Returns one row
@@ -177,6 +199,12 @@ REVOKE EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, 
 -- unnest() of the arrays. In a batch without dedupe keys the INSERT decides the tenant heads
 -- itself (below) and the row trigger task_before_insert_tenant runs only for the heads it found,
 -- not for every task of a tenant; the insert trigger's wake-ups are one per queue per statement.
+--
+-- Dependencies: depends_on holds per task NULL or a JSON array of its parents, each either a task
+-- id (a number) or {"batch": k}, the k-th task (1-based) of this batch, earlier than this one;
+-- on_parent_failures the policy per task (cancel, the default; run; wait). A batch with any
+-- dependency inserts its tasks one by one through pgtask.insert_child (R__03b_dependencies.sql),
+-- in input order, and takes no dedupe keys (task_depends_on_dedupe).
 CREATE OR REPLACE FUNCTION pgtask.enqueue_batch(
   kinds text[],
   payloads jsonb[] DEFAULT NULL,
@@ -185,7 +213,9 @@ CREATE OR REPLACE FUNCTION pgtask.enqueue_batch(
   run_ats timestamptz[] DEFAULT NULL,
   priorities integer[] DEFAULT NULL,
   max_attempts integer[] DEFAULT NULL,
-  dedupe_keys text[] DEFAULT NULL
+  dedupe_keys text[] DEFAULT NULL,
+  depends_on jsonb[] DEFAULT NULL,
+  on_parent_failures text[] DEFAULT NULL
 ) RETURNS TABLE (ord integer, id bigint, inserted boolean)
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -207,6 +237,9 @@ DECLARE
   v_i integer;
   v_id bigint;
   v_queue_list text[];
+  v_parents bigint[];
+  v_ref jsonb;
+  v_k integer;
 BEGIN
   IF v_n = 0 THEN
     RETURN;
@@ -214,7 +247,8 @@ BEGIN
   IF coalesce(cardinality(payloads), v_n) <> v_n OR coalesce(cardinality(queues), v_n) <> v_n
      OR coalesce(cardinality(tenants), v_n) <> v_n OR coalesce(cardinality(run_ats), v_n) <> v_n
      OR coalesce(cardinality(priorities), v_n) <> v_n OR coalesce(cardinality(max_attempts), v_n) <> v_n
-     OR coalesce(cardinality(dedupe_keys), v_n) <> v_n THEN
+     OR coalesce(cardinality(dedupe_keys), v_n) <> v_n OR coalesce(cardinality(depends_on), v_n) <> v_n
+     OR coalesce(cardinality(on_parent_failures), v_n) <> v_n THEN
     RAISE EXCEPTION 'pgtask: enqueue_batch arrays must all have % elements', v_n
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
@@ -271,6 +305,52 @@ BEGIN
       LEFT JOIN pgtask.tenant tn ON tn.name = u.name;
       EXIT WHEN NOT v_unregistered;
     END LOOP;
+  END IF;
+
+  IF depends_on IS NOT NULL AND cardinality(array_remove(depends_on, NULL)) > 0 THEN
+    -- 3'. Dependencies: one by one, in input order, each with its parents resolved (a batch
+    --     reference to the id drawn for that task)
+    IF dedupe_keys IS NOT NULL AND cardinality(array_remove(dedupe_keys, NULL)) > 0 THEN
+      PERFORM pgtask.raise_input_error('task_depends_on_dedupe|a batch with depends_on takes no dedupe keys', NULL);
+    END IF;
+    v_ids := ARRAY(SELECT nextval('pgtask.task_id_seq'::regclass) FROM generate_series(1, v_n));
+    FOR v_i IN 1 .. v_n LOOP
+      v_parents := NULL;
+      IF depends_on[v_i] IS NOT NULL THEN
+        IF jsonb_typeof(depends_on[v_i]) <> 'array' THEN
+          PERFORM pgtask.raise_input_error('task_parent_missing|depends_on must be a JSON array of task ids and {"batch": k}',
+            'task ' || v_i || ' of ' || v_n);
+        END IF;
+        v_parents := '{}';
+        FOR v_ref IN SELECT e FROM jsonb_array_elements(depends_on[v_i]) e LOOP
+          IF jsonb_typeof(v_ref) = 'number' THEN
+            v_parents := v_parents || (v_ref #>> '{}')::bigint;
+          ELSIF jsonb_typeof(v_ref) = 'object' AND jsonb_typeof(v_ref -> 'batch') = 'number' THEN
+            v_k := (v_ref ->> 'batch')::integer;
+            IF v_k < 1 OR v_k >= v_i THEN
+              PERFORM pgtask.raise_input_error('task_parent_missing|depends on task ' || v_k
+                || ' of the batch, which is not an earlier task of it', 'task ' || v_i || ' of ' || v_n);
+            END IF;
+            v_parents := v_parents || v_ids[v_k];
+          ELSE
+            PERFORM pgtask.raise_input_error('task_parent_missing|depends_on must be a JSON array of task ids and {"batch": k}, not '
+              || left(v_ref::text, 50), 'task ' || v_i || ' of ' || v_n);
+          END IF;
+        END LOOP;
+      END IF;
+      IF v_parents IS NULL THEN
+        INSERT INTO pgtask.task (id, kind, payload, queue, tenant_id, run_at, priority, max_attempts)
+        VALUES (v_ids[v_i], kinds[v_i], coalesce(payloads[v_i], '{}'), coalesce(queues[v_i], 'default'),
+                v_tenant_ids[v_i], coalesce(run_ats[v_i], now()), coalesce(priorities[v_i], 0),
+                coalesce(max_attempts[v_i], 25));
+      ELSE
+        PERFORM pgtask.insert_child(kinds[v_i], coalesce(payloads[v_i], '{}'), coalesce(queues[v_i], 'default'),
+          v_tenant_ids[v_i], run_ats[v_i], coalesce(priorities[v_i], 0), coalesce(max_attempts[v_i], 25),
+          v_parents, on_parent_failures[v_i], v_ids[v_i], 'task ' || v_i || ' of ' || v_n);
+      END IF;
+    END LOOP;
+    RETURN QUERY SELECT x.ord::integer, x.id, true FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord);
+    RETURN;
   END IF;
 
   IF dedupe_keys IS NULL OR cardinality(array_remove(dedupe_keys, NULL)) = 0 THEN
@@ -395,6 +475,10 @@ BEGIN
 END
 $$;
 
+SELECT pgtask.replace_function('pgtask.enqueue_batch(text[], jsonb[], text[], text[], timestamptz[], integer[], integer[], text[])',
+  'pgtask.enqueue_batch(text[], jsonb[], text[], text[], timestamptz[], integer[], integer[], text[], jsonb[], text[])');
+REVOKE EXECUTE ON FUNCTION pgtask.enqueue_batch(text[], jsonb[], text[], text[], timestamptz[], integer[], integer[], text[], jsonb[], text[]) FROM PUBLIC;
+
 -- Lets a role enqueue through pgtask.enqueue / pgtask.enqueue_batch, and nothing else.
 CREATE OR REPLACE FUNCTION pgtask.grant_producer(role_name name) RETURNS void
 LANGUAGE plpgsql
@@ -402,8 +486,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   EXECUTE format('GRANT USAGE ON SCHEMA pgtask TO %I', role_name);
-  EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval) TO %I', role_name);
-  EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue_batch(text[], jsonb[], text[], text[], timestamptz[], integer[], integer[], text[]) TO %I', role_name);
+  EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval, bigint[], text) TO %I', role_name);
+  EXECUTE format('GRANT EXECUTE ON FUNCTION pgtask.enqueue_batch(text[], jsonb[], text[], text[], timestamptz[], integer[], integer[], text[], jsonb[], text[]) TO %I', role_name);
 END
 $$;
 

@@ -88,7 +88,7 @@ BEGIN
       USING ERRCODE = 'check_violation', CONSTRAINT = 'producer_bound_role_exists';
   END IF;
   SELECT p.proowner INTO v_owner FROM pg_proc p
-  WHERE p.oid = 'pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval)'::regprocedure;
+  WHERE p.oid = 'pgtask.enqueue(text, jsonb, text, text, timestamptz, integer, integer, text, interval, bigint[], text)'::regprocedure;
   IF pg_has_role(role_name, v_owner, 'MEMBER') THEN
     RAISE EXCEPTION 'pgtask: cannot set producer bounds: role % acts as the owner of pgtask (%), which is never bounded',
       quote_ident(role_name), v_owner::regrole

@@ -227,9 +227,9 @@ BEGIN
     RAISE EXCEPTION 'pgtask: cannot % tasks without a filter: give at least one of kind, queue, state, tenant, error_like, since',
       p_action USING ERRCODE = 'invalid_parameter_value', CONSTRAINT = 'task_filter_required';
   END IF;
-  IF p_state IS NOT NULL AND p_state NOT IN ('scheduled', 'waiting', 'available', 'running', 'retryable', 'completed',
+  IF p_state IS NOT NULL AND p_state NOT IN ('pending', 'scheduled', 'waiting', 'available', 'running', 'retryable', 'completed',
                                               'cancelled', 'discarded') THEN
-    RAISE EXCEPTION 'pgtask: cannot % tasks: "%" is not a task state; use one of scheduled, waiting, available, running, retryable, completed, cancelled, discarded',
+    RAISE EXCEPTION 'pgtask: cannot % tasks: "%" is not a task state; use one of pending, scheduled, waiting, available, running, retryable, completed, cancelled, discarded',
       p_action, left(p_state, 100) USING ERRCODE = 'invalid_parameter_value', CONSTRAINT = 'task_filter_state';
   END IF;
   IF p_since IS NOT NULL AND p_since <= interval '0' THEN
@@ -352,8 +352,8 @@ BEGIN
     JOIN pgtask.task t ON t.id = f.id
   ), l AS (
     SELECT t.id, t.state AS was FROM pgtask.task t
-    WHERE t.id IN (SELECT m.id FROM m WHERE m.was IN ('available', 'retryable', 'running'))
-      AND t.state IN ('available', 'retryable', 'running') AND NOT p_dry
+    WHERE t.id IN (SELECT m.id FROM m WHERE m.was IN ('pending', 'available', 'retryable', 'running'))
+      AND t.state IN ('pending', 'available', 'retryable', 'running') AND NOT p_dry
     FOR NO KEY UPDATE SKIP LOCKED
   ), busy AS (
     -- running, and its row held: by its executing worker
@@ -387,9 +387,9 @@ BEGIN
           UNION ALL SELECT u.id, u.attempt FROM u WHERE u.was = 'running') x
   )
   SELECT m.op_state,
-         count(*) FILTER (WHERE CASE WHEN p_dry THEN m.was IN ('available', 'retryable', 'running')
+         count(*) FILTER (WHERE CASE WHEN p_dry THEN m.was IN ('pending', 'available', 'retryable', 'running')
                                      ELSE m.id IN (SELECT u.id FROM u) OR m.id IN (SELECT req.task_id FROM req) END),
-         count(*) FILTER (WHERE NOT CASE WHEN p_dry THEN m.was IN ('available', 'retryable', 'running')
+         count(*) FILTER (WHERE NOT CASE WHEN p_dry THEN m.was IN ('pending', 'available', 'retryable', 'running')
                                          ELSE m.id IN (SELECT u.id FROM u) OR m.id IN (SELECT req.task_id FROM req) END)
   FROM m CROSS JOIN told -- read, so that the notifications are sent (the writing CTEs run in any case)
   GROUP BY m.op_state ORDER BY m.op_state;

@@ -154,6 +154,11 @@ BEGIN
         CASE WHEN t.state <> 'completed' AND v_last_error IS NOT NULL THEN ' after error: ' || v_last_error ELSE '' END));
   END IF;
 
+  -- waiting for its parents (db/R__03b_dependencies.sql)
+  IF t.state = 'pending' THEN
+    RETURN v_base || pgtask.explain_parents_json(t);
+  END IF;
+
   -- running
   IF t.state = 'running' THEN
     SELECT r.backend_pid, r.started_at, r.running_for, r.cancel_requested_at INTO v_run

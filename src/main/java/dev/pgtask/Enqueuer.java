@@ -12,6 +12,7 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -107,7 +108,7 @@ final class Enqueuer {
   }
 
   private long enqueueWith(DSLContext ctx, NewTask task) {
-    EnqueueQueries.Row row = toRow(task, -1);
+    EnqueueQueries.Row row = toRow(task, -1, null);
     long id;
     try {
       id = EnqueueQueries.enqueue(ctx, row, traceParent());
@@ -121,8 +122,11 @@ final class Enqueuer {
   private List<Long> enqueueAllWith(DSLContext ctx, List<NewTask> tasks) {
     Objects.requireNonNull(tasks, "tasks");
     List<EnqueueQueries.Row> rows = new ArrayList<>(tasks.size());
+    // the batch's tasks by reference, for withDependsOn(NewTask...): position of each, 1-based
+    Map<NewTask, Integer> earlier = new IdentityHashMap<>();
     for (int i = 0; i < tasks.size(); i++) {
-      rows.add(toRow(tasks.get(i), i));
+      rows.add(toRow(tasks.get(i), i, earlier));
+      earlier.putIfAbsent(tasks.get(i), i + 1);
     }
     List<Long> ids;
     try {
@@ -156,7 +160,7 @@ final class Enqueuer {
    */
   private boolean wakeLocalWorkers(NewTask task) {
     TaskOptions o = task.options();
-    boolean dueNow = o.debounce() == null
+    boolean dueNow = o.debounce() == null && o.dependsOn().isEmpty() && o.dependsOnTasks().isEmpty()
         && (o.delay() == null || o.delay().isZero() || o.delay().isNegative())
         && (o.runAt() == null || !o.runAt().isAfter(Instant.now()));
     if (dueNow) {
@@ -165,7 +169,8 @@ final class Enqueuer {
     return dueNow;
   }
 
-  private EnqueueQueries.Row toRow(NewTask task, int index) {
+  /** {@code earlier}: the batch's earlier tasks by reference (1-based positions); null for a single enqueue. */
+  private EnqueueQueries.Row toRow(NewTask task, int index, Map<NewTask, Integer> earlier) {
     Objects.requireNonNull(task, "task");
     TaskOptions o = task.options();
     if (o.queue() == null) {
@@ -186,7 +191,34 @@ final class Enqueuer {
       throw new InvalidTaskException("task_debounce", "pgtask: invalid task" + Payloads.where(index)
           + ": debounce is not taken in a batch; enqueue a debounced task on its own (PgTask.enqueue)");
     }
+    Long[] dependsOn = null;
+    String dependsOnJson = null;
+    if (!o.dependsOn().isEmpty() || !o.dependsOnTasks().isEmpty()) {
+      if (earlier == null) {
+        if (!o.dependsOnTasks().isEmpty()) {
+          throw new InvalidTaskException("task_parent_missing", "pgtask: invalid task: it depends on a task by"
+              + " reference (TaskOptions.withDependsOn(NewTask...)), which names an earlier task of the same batch"
+              + " (PgTask.enqueueAll); alone, name the parent by its id");
+        }
+        dependsOn = o.dependsOn().toArray(Long[]::new);
+      } else {
+        StringBuilder json = new StringBuilder("[");
+        for (Long id : o.dependsOn()) {
+          json.append(json.length() > 1 ? "," : "").append(id);
+        }
+        for (NewTask ref : o.dependsOnTasks()) {
+          Integer position = earlier.get(ref);
+          if (position == null) {
+            throw new InvalidTaskException("task_parent_missing", "pgtask: invalid task" + Payloads.where(index)
+                + ": it depends on a task by reference that is not an earlier task of this batch");
+          }
+          json.append(json.length() > 1 ? "," : "").append("{\"batch\":").append(position).append('}');
+        }
+        dependsOnJson = json.append(']').toString();
+      }
+    }
     return new EnqueueQueries.Row(task.kind(), payloads.json(task.payload(), index), o.queue(),
-        o.tenant(), o.runAt(), o.delay(), o.priority(), o.maxAttempts(), o.dedupeKey(), o.debounce());
+        o.tenant(), o.runAt(), o.delay(), o.priority(), o.maxAttempts(), o.dedupeKey(), o.debounce(),
+        dependsOn, dependsOnJson, dependsOn == null && dependsOnJson == null ? null : o.onParentFailure().sqlName());
   }
 }

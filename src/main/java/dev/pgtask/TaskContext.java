@@ -3,6 +3,7 @@ package dev.pgtask;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.sql.Connection;
 import java.time.Instant;
+import java.util.Map;
 import org.jooq.DSLContext;
 
 /** What a handler knows about the task it runs, and the transaction it runs in. */
@@ -57,4 +58,27 @@ public interface TaskContext {
 
   /** A jOOQ {@link DSLContext} over {@link #connection()}. */
   DSLContext dsl();
+
+  /**
+   * Stores a small JSON result with the task, in the task's transaction: it is kept if the task
+   * completes (a later call replaces it; a failed attempt's result is rolled back with it), and its
+   * children read it ({@link #parentResults()}, SQL {@code pgtask.parent_results(child_id)}). A
+   * {@code JsonNode} is stored as it is; anything else is serialized with Jackson's defaults.
+   * At most 64 KiB of JSON text: a larger result is refused with {@link InvalidTaskException}
+   * {@code task_result_size}, and nothing is stored (the transaction goes on). Transactional mode
+   * only: a plain-mode kind gets {@link IllegalStateException}.
+   */
+  default void setResult(Object result) {
+    throw new UnsupportedOperationException("setResult");
+  }
+
+  /**
+   * The results of this task's parents ({@link TaskOptions#withDependsOn}), by parent id in id
+   * order: a completed parent's result, or {@code null} (no result, not completed: a failed parent
+   * under {@link ParentFailure#RUN}, or deleted). Empty for a task without parents. Read in the
+   * task's transaction; transactional mode only, like {@link #setResult}.
+   */
+  default Map<Long, JsonNode> parentResults() {
+    throw new UnsupportedOperationException("parentResults");
+  }
 }

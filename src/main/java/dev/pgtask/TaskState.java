@@ -16,6 +16,11 @@ import java.util.Locale;
  * </pre>
  */
 public enum TaskState {
+  /**
+   * Waiting for its parent tasks ({@link TaskOptions#withDependsOn}): not claimable until its last
+   * parent completes (or {@code pgtask.release_task} releases it).
+   */
+  PENDING,
   /** Waiting for its {@code run_at}, which lies in the future. */
   SCHEDULED,
   /**

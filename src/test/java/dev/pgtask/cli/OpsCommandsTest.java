@@ -111,7 +111,7 @@ class OpsCommandsTest {
         .isEqualTo("pgtask enqueue: --payload is not valid JSON (line 1, column 7): give a JSON object,"
             + " e.g. --payload '{\"invoice\": 42}'");
     assertThat(cli("tasks", "--state", "done").errLines()[0])
-        .contains("'done' is not a task state; use one of scheduled, waiting, available, running, retryable, completed,"
+        .contains("'done' is not a task state; use one of pending, scheduled, waiting, available, running, retryable, completed,"
             + " cancelled, discarded");
     assertThat(cli("enqueue", "--kind", "k", "--queue", "no spaces allowed").errLines()[0])
         .isEqualTo("pgtask enqueue: invalid task: queue may contain only letters, digits and _ . : -");

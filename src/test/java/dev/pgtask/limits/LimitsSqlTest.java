@@ -131,6 +131,12 @@ class LimitsSqlTest {
       c.createStatement().execute("select pgtask.enqueue('w.k', '{}')");
       assertThat(count(c, "SELECT count(*) FROM pgtask.task WHERE pass IS NOT NULL"))
           .as("with a weight, every new claimable task gets its place").isEqualTo(2);
+      long parent = count(c, "SELECT pgtask.enqueue('w.k', '{}')");
+      long child = count(c, "SELECT pgtask.enqueue('w.k', '{}', depends_on => ARRAY[" + parent + "]::bigint[])");
+      c.createStatement().execute("UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id = " + parent);
+      assertThat(count(c, "SELECT count(*) FROM pgtask.task WHERE id = " + child + " AND state = 'available' AND pass IS NOT NULL"))
+          .as("a child released by its last parent takes its place as an inserted task does").isEqualTo(1);
+      c.createStatement().execute("DELETE FROM pgtask.task WHERE id IN (" + parent + ", " + child + ")");
       c.createStatement().execute("select pgtask.clear_limit('tenant', 'acme')");
       assertThat(count(c, "SELECT count(*) FROM pgtask.task WHERE pass IS NOT NULL")).as("one weight is left").isEqualTo(2);
       c.createStatement().execute("select pgtask.set_limit('tenant', 'bigco', max_running => 4)");

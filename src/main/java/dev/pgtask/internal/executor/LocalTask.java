@@ -337,6 +337,16 @@ public final class LocalTask implements TaskContext {
     return d;
   }
 
+  @Override
+  public void setResult(Object result) {
+    TaskResults.store(connection(), fence, result);
+  }
+
+  @Override
+  public java.util.Map<Long, JsonNode> parentResults() {
+    return TaskResults.ofParents(connection(), claimed.id());
+  }
+
   private String noTransaction() {
     return plain
         ? "task " + claimed.id() + " of kind " + claimed.kind() + " runs in plain mode: it has no transaction"

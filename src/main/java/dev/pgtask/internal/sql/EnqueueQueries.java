@@ -22,10 +22,14 @@ public final class EnqueueQueries {
   /**
    * One task ready for the database: payload already serialized, runAt or delay resolved; debounce
    * (with the dedupe key as its key) or null. A batch takes no debounce (EnqueueQueries' caller
-   * refuses it).
+   * refuses it). Dependencies: {@code dependsOn} the parent ids (alone; null for none),
+   * {@code dependsOnJson} the parents as enqueue_batch takes them (in a batch: a JSON array of ids
+   * and {@code {"batch": k}}; null for none), {@code onParentFailure} cancel, run or wait (null:
+   * cancel).
    */
   public record Row(String kind, String payloadJson, String queue, String tenant, Instant runAt,
-      Duration delay, int priority, int maxAttempts, String dedupeKey, Duration debounce) {}
+      Duration delay, int priority, int maxAttempts, String dedupeKey, Duration debounce,
+      Long[] dependsOn, String dependsOnJson, String onParentFailure) {}
 
   /**
    * Enqueues one task through {@code pgtask.enqueue}. Locks: inserts the task row (and a tenant
@@ -58,6 +62,7 @@ public final class EnqueueQueries {
     values.put("max_attempts", row.maxAttempts());
     values.put("dedupe_key", row.dedupeKey());
     values.put("debounce", row.debounce() == null ? null : interval(row.debounce()));
+    values.put("on_parent_failure", row.onParentFailure());
     if (row.delay() != null) {
       values.put("delay", interval(row.delay()));
     } else {
@@ -65,6 +70,7 @@ public final class EnqueueQueries {
     }
     // the caller's connection (its transaction) or one from the pool, as the context provides
     return dsl.connectionResult(c -> {
+      values.put("depends_on", row.dependsOn() == null ? null : c.createArrayOf("int8", row.dependsOn()));
       try (java.sql.PreparedStatement ps = query.prepare(c, values); java.sql.ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(ID);
@@ -106,7 +112,9 @@ public final class EnqueueQueries {
         DSL.param("priority", Integer.class),
         DSL.param("max_attempts", Integer.class),
         DSL.param("dedupe_key", String.class),
-        DSL.param("debounce", org.jooq.types.YearToSecond.class)).as(ID)));
+        DSL.param("debounce", org.jooq.types.YearToSecond.class),
+        DSL.param("depends_on", SQLDataType.BIGINT.array()),
+        DSL.param("on_parent_failure", String.class)).as(ID)));
   }
 
   /** The column of the new task's id, in both statements' results. */
@@ -134,6 +142,9 @@ public final class EnqueueQueries {
     Integer[] priorities = new Integer[n];
     Integer[] maxAttempts = new Integer[n];
     String[] dedupeKeys = new String[n];
+    String[] dependsOn = new String[n];
+    String[] onParentFailures = new String[n];
+    boolean anyDependency = false;
     boolean anyTenant = false;
     boolean anyRunAt = false;
     boolean anyDedupe = false;
@@ -150,6 +161,9 @@ public final class EnqueueQueries {
       maxAttempts[i] = r.maxAttempts();
       dedupeKeys[i] = r.dedupeKey();
       anyDedupe |= r.dedupeKey() != null;
+      dependsOn[i] = r.dependsOnJson();
+      onParentFailures[i] = r.onParentFailure();
+      anyDependency |= r.dependsOnJson() != null;
     }
     // the database clock, as pgtask.enqueue would use it (now() = transaction start)
     Instant dbNow = anyDelay ? dsl.select(DSL.currentInstant()).fetchOne().value1() : null;
@@ -163,6 +177,7 @@ public final class EnqueueQueries {
     boolean withTenants = anyTenant;
     boolean withRunAts = anyRunAt;
     boolean withDedupe = anyDedupe;
+    boolean withDependencies = anyDependency;
     java.util.Map<String, Object> values = new java.util.HashMap<>();
     if (traceParent != null) {
       values.put("trace_parent", traceParent);
@@ -178,6 +193,8 @@ public final class EnqueueQueries {
       values.put("priorities", c.createArrayOf("int4", priorities));
       values.put("max_attempts", c.createArrayOf("int4", maxAttempts));
       values.put("dedupe_keys", withDedupe ? c.createArrayOf("text", dedupeKeys) : null);
+      values.put("depends_on", withDependencies ? c.createArrayOf("jsonb", dependsOn) : null);
+      values.put("on_parent_failures", withDependencies ? c.createArrayOf("text", onParentFailures) : null);
       List<Long> ids = new ArrayList<>(n);
       try (java.sql.PreparedStatement ps = query.prepare(c, values); java.sql.ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -204,7 +221,9 @@ public final class EnqueueQueries {
         DSL.param("run_ats", SQLDataType.TIMESTAMPWITHTIMEZONE.array()),
         DSL.param("priorities", SQLDataType.INTEGER.array()),
         DSL.param("max_attempts", SQLDataType.INTEGER.array()),
-        DSL.param("dedupe_keys", SQLDataType.CLOB.array()));
+        DSL.param("dedupe_keys", SQLDataType.CLOB.array()),
+        DSL.param("depends_on", SQLDataType.JSONB.array()),
+        DSL.param("on_parent_failures", SQLDataType.CLOB.array()));
     return PreparedQuery.of(DSL.select(ENQUEUE_BATCH.ID).from(call).orderBy(ENQUEUE_BATCH.ORD));
   }
 }

@@ -2,6 +2,7 @@ package dev.pgtask.internal.sql;
 
 import static dev.pgtask.internal.sql.gen.Tables.CANCEL_REQUEST;
 import static dev.pgtask.internal.sql.gen.Tables.TASK;
+import static dev.pgtask.internal.sql.gen.Tables.TASK_DEPENDENCY;
 
 import dev.pgtask.internal.sql.gen.Routines;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
@@ -281,17 +282,24 @@ public final class MaintenanceQueries {
   }
 
   /**
-   * Deletes finished tasks older than their retention, at most {@code limit} per call.
-   * Locks: the deleted rows.
+   * Deletes finished tasks older than their retention, at most {@code limit} per call; a parent
+   * with a child that has not finished stays until it has. Locks: the deleted rows.
    */
   public static int pruneFinished(DSLContext tx, Duration completedRetention, Duration failedRetention, int limit) {
     Task p = TASK.as("p");
     Field<java.time.Instant> now = DSL.currentInstant();
+    Task c = TASK.as("c");
     var victims = DSL.select(p.ID).from(p)
         .where(p.STATE.eq(DSL.inline(TaskState.completed))
-            .and(p.FINISHED_AT.lt(now.minus(DSL.val(DayToSecond.valueOf(completedRetention))))))
-        .or(p.STATE.in(DSL.inline(TaskState.cancelled), DSL.inline(TaskState.discarded))
-            .and(p.FINISHED_AT.lt(now.minus(DSL.val(DayToSecond.valueOf(failedRetention))))))
+            .and(p.FINISHED_AT.lt(now.minus(DSL.val(DayToSecond.valueOf(completedRetention)))))
+            .or(p.STATE.in(DSL.inline(TaskState.cancelled), DSL.inline(TaskState.discarded))
+                .and(p.FINISHED_AT.lt(now.minus(DSL.val(DayToSecond.valueOf(failedRetention)))))))
+        // a parent stays while a child of it has not finished (its result is the child's to read)
+        .and(p.HAS_CHILDREN.isFalse().or(DSL.notExists(DSL.selectOne()
+            .from(TASK_DEPENDENCY).join(c).on(c.ID.eq(TASK_DEPENDENCY.CHILD_ID))
+            .where(TASK_DEPENDENCY.PARENT_ID.eq(p.ID))
+            .and(c.STATE.in(DSL.inline(TaskState.pending), DSL.inline(TaskState.available),
+                DSL.inline(TaskState.retryable), DSL.inline(TaskState.running))))))
         .limit(limit)
         .forUpdate()
         .skipLocked();

@@ -50,7 +50,7 @@ public final class OpsQueries {
         n.mod(DSL.inline(tenants)).plus(DSL.inline(1)).cast(SQLDataType.CLOB));
     Field<Long> id = Routines.enqueue(DSL.inline(kind), payload, DSL.inline(queue), tenant,
         DSL.castNull(SQLDataType.INSTANT), DSL.inline(0), DSL.inline(25), DSL.castNull(SQLDataType.CLOB),
-        DSL.castNull(SQLDataType.INTERVAL));
+        DSL.castNull(SQLDataType.INTERVAL), DSL.castNull(SQLDataType.BIGINT.array()), DSL.castNull(SQLDataType.CLOB));
     return dsl.select(id).from(series).fetch().size();
   }
 

@@ -7,6 +7,7 @@ package dev.pgtask.internal.sql.gen;
 import dev.pgtask.internal.sql.gen.tables.FlowLimit;
 import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Task;
+import dev.pgtask.internal.sql.gen.tables.TaskDependency;
 
 import org.jooq.Index;
 import org.jooq.OrderField;
@@ -29,6 +30,7 @@ public class Indexes {
     public static final Index TASK_CLAIMABLE_IDX = Internal.createIndex(DSL.name("task_claimable_idx"), Task.TASK, new OrderField[] { Task.TASK.QUEUE, Task.TASK.PRIORITY, Task.TASK.PASS, Task.TASK.RUN_AT, Task.TASK.ID }, false);
     public static final Index TASK_DEBOUNCE_KEY_IDX = Internal.createIndex(DSL.name("task_debounce_key_idx"), Task.TASK, new OrderField[] { Task.TASK.DEBOUNCE_KEY }, true);
     public static final Index TASK_DEDUPE_KEY_IDX = Internal.createIndex(DSL.name("task_dedupe_key_idx"), Task.TASK, new OrderField[] { Task.TASK.DEDUPE_KEY }, true);
+    public static final Index TASK_DEPENDENCY_PARENT_IDX = Internal.createIndex(DSL.name("task_dependency_parent_idx"), TaskDependency.TASK_DEPENDENCY, new OrderField[] { TaskDependency.TASK_DEPENDENCY.PARENT_ID }, false);
     public static final Index TASK_FINISHED_IDX = Internal.createIndex(DSL.name("task_finished_idx"), Task.TASK, new OrderField[] { Task.TASK.FINISHED_AT }, false);
     public static final Index TASK_PASS_IDX = Internal.createIndex(DSL.name("task_pass_idx"), Task.TASK, new OrderField[] { Task.TASK.ID }, false);
     public static final Index TASK_RUNNING_IDX = Internal.createIndex(DSL.name("task_running_idx"), Task.TASK, new OrderField[] { Task.TASK.LEASE_UNTIL }, false);

@@ -14,6 +14,7 @@ import dev.pgtask.internal.sql.gen.tables.Schedule;
 import dev.pgtask.internal.sql.gen.tables.Settings;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
+import dev.pgtask.internal.sql.gen.tables.TaskDependency;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.records.CancelRequestRecord;
@@ -25,6 +26,7 @@ import dev.pgtask.internal.sql.gen.tables.records.ProducerBoundRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ScheduleRecord;
 import dev.pgtask.internal.sql.gen.tables.records.SettingsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskAttemptRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TaskDependencyRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantRecord;
 import dev.pgtask.internal.sql.gen.tables.records.WorkerRecord;
@@ -58,6 +60,7 @@ public class Keys {
     public static final UniqueKey<SettingsRecord> SETTINGS_PKEY = Internal.createUniqueKey(Settings.SETTINGS, DSL.name("settings_pkey"), new TableField[] { Settings.SETTINGS.SINGLETON }, true);
     public static final UniqueKey<TaskRecord> TASK_PKEY = Internal.createUniqueKey(Task.TASK, DSL.name("task_pkey"), new TableField[] { Task.TASK.ID }, true);
     public static final UniqueKey<TaskAttemptRecord> TASK_ATTEMPT_PKEY = Internal.createUniqueKey(TaskAttempt.TASK_ATTEMPT, DSL.name("task_attempt_pkey"), new TableField[] { TaskAttempt.TASK_ATTEMPT.TASK_ID, TaskAttempt.TASK_ATTEMPT.ATTEMPT }, true);
+    public static final UniqueKey<TaskDependencyRecord> TASK_DEPENDENCY_PKEY = Internal.createUniqueKey(TaskDependency.TASK_DEPENDENCY, DSL.name("task_dependency_pkey"), new TableField[] { TaskDependency.TASK_DEPENDENCY.CHILD_ID, TaskDependency.TASK_DEPENDENCY.PARENT_ID }, true);
     public static final UniqueKey<TenantRecord> TENANT_NAME_UNIQUE = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_name_unique"), new TableField[] { Tenant.TENANT.NAME }, true);
     public static final UniqueKey<TenantRecord> TENANT_PKEY = Internal.createUniqueKey(Tenant.TENANT, DSL.name("tenant_pkey"), new TableField[] { Tenant.TENANT.ID }, true);
     public static final UniqueKey<WorkerRecord> WORKER_PKEY = Internal.createUniqueKey(Worker.WORKER, DSL.name("worker_pkey"), new TableField[] { Worker.WORKER.ID }, true);
@@ -68,4 +71,5 @@ public class Keys {
 
     public static final ForeignKey<LimitBucketRecord, FlowLimitRecord> LIMIT_BUCKET__LIMIT_BUCKET_LIMIT_ID_FKEY = Internal.createForeignKey(LimitBucket.LIMIT_BUCKET, DSL.name("limit_bucket_limit_id_fkey"), new TableField[] { LimitBucket.LIMIT_BUCKET.LIMIT_ID }, Keys.FLOW_LIMIT_PKEY, new TableField[] { FlowLimit.FLOW_LIMIT.ID }, true);
     public static final ForeignKey<TaskAttemptRecord, TaskRecord> TASK_ATTEMPT__TASK_ATTEMPT_TASK_FKEY = Internal.createForeignKey(TaskAttempt.TASK_ATTEMPT, DSL.name("task_attempt_task_fkey"), new TableField[] { TaskAttempt.TASK_ATTEMPT.TASK_ID }, Keys.TASK_PKEY, new TableField[] { Task.TASK.ID }, true);
+    public static final ForeignKey<TaskDependencyRecord, TaskRecord> TASK_DEPENDENCY__TASK_DEPENDENCY_CHILD_FKEY = Internal.createForeignKey(TaskDependency.TASK_DEPENDENCY, DSL.name("task_dependency_child_fkey"), new TableField[] { TaskDependency.TASK_DEPENDENCY.CHILD_ID }, Keys.TASK_PKEY, new TableField[] { Task.TASK.ID }, true);
 }

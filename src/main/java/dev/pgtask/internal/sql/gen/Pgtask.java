@@ -17,6 +17,7 @@ import dev.pgtask.internal.sql.gen.tables.Limits;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLeader;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceLease;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
+import dev.pgtask.internal.sql.gen.tables.ParentResults;
 import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.PausedQueues;
 import dev.pgtask.internal.sql.gen.tables.ProducerBound;
@@ -31,6 +32,7 @@ import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
 import dev.pgtask.internal.sql.gen.tables.TaskAttempts;
+import dev.pgtask.internal.sql.gen.tables.TaskDependency;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLoad;
@@ -45,6 +47,7 @@ import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.ParentResultsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
@@ -304,7 +307,9 @@ public class Pgtask extends SchemaImpl {
      * DEFAULT NULL::text[], tenants text[] DEFAULT NULL::text[], run_ats
      * timestamp with time zone[] DEFAULT NULL::timestamp with time zone[],
      * priorities integer[] DEFAULT NULL::integer[], max_attempts integer[]
-     * DEFAULT NULL::integer[], dedupe_keys text[] DEFAULT NULL::text[]
+     * DEFAULT NULL::integer[], dedupe_keys text[] DEFAULT NULL::text[],
+     * depends_on jsonb[] DEFAULT NULL::jsonb[], on_parent_failures text[]
+     * DEFAULT NULL::text[]
      */
     public final EnqueueBatch ENQUEUE_BATCH = EnqueueBatch.ENQUEUE_BATCH;
 
@@ -321,6 +326,8 @@ public class Pgtask extends SchemaImpl {
         , Integer[] priorities
         , Integer[] maxAttempts
         , String[] dedupeKeys
+        , JSONB[] dependsOn
+        , String[] onParentFailures
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
               kinds
@@ -331,6 +338,8 @@ public class Pgtask extends SchemaImpl {
             , priorities
             , maxAttempts
             , dedupeKeys
+            , dependsOn
+            , onParentFailures
         )).fetch();
     }
 
@@ -346,6 +355,8 @@ public class Pgtask extends SchemaImpl {
         , Integer[] priorities
         , Integer[] maxAttempts
         , String[] dedupeKeys
+        , JSONB[] dependsOn
+        , String[] onParentFailures
     ) {
         return dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
             kinds,
@@ -355,7 +366,9 @@ public class Pgtask extends SchemaImpl {
             runAts,
             priorities,
             maxAttempts,
-            dedupeKeys
+            dedupeKeys,
+            dependsOn,
+            onParentFailures
         );
     }
 
@@ -371,6 +384,8 @@ public class Pgtask extends SchemaImpl {
         , Field<Integer[]> priorities
         , Field<Integer[]> maxAttempts
         , Field<String[]> dedupeKeys
+        , Field<JSONB[]> dependsOn
+        , Field<String[]> onParentFailures
     ) {
         return dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
             kinds,
@@ -380,7 +395,9 @@ public class Pgtask extends SchemaImpl {
             runAts,
             priorities,
             maxAttempts,
-            dedupeKeys
+            dedupeKeys,
+            dependsOn,
+            onParentFailures
         );
     }
 
@@ -532,6 +549,45 @@ public class Pgtask extends SchemaImpl {
             pWorker,
             pLeaseMs,
             pHeartbeat
+        );
+    }
+
+    /**
+     * task_id bigint
+     */
+    public final ParentResults PARENT_RESULTS = ParentResults.PARENT_RESULTS;
+
+    /**
+     * Call <code>pgtask.parent_results</code>.
+     */
+    public static Result<ParentResultsRecord> PARENT_RESULTS(
+          Configuration configuration
+        , Long taskId
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+              taskId
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.parent_results</code> as a table.
+     */
+    public static ParentResults PARENT_RESULTS(
+          Long taskId
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+            taskId
+        );
+    }
+
+    /**
+     * Get <code>pgtask.parent_results</code> as a table.
+     */
+    public static ParentResults PARENT_RESULTS(
+          Field<Long> taskId
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+            taskId
         );
     }
 
@@ -733,6 +789,11 @@ public class Pgtask extends SchemaImpl {
     public final TaskAttempts TASK_ATTEMPTS = TaskAttempts.TASK_ATTEMPTS;
 
     /**
+     * The table <code>pgtask.task_dependency</code>.
+     */
+    public final TaskDependency TASK_DEPENDENCY = TaskDependency.TASK_DEPENDENCY;
+
+    /**
      * The table <code>pgtask.tasks</code>.
      */
     public final Tasks TASKS = Tasks.TASKS;
@@ -849,6 +910,7 @@ public class Pgtask extends SchemaImpl {
             MaintenanceLeader.MAINTENANCE_LEADER,
             MaintenanceLease.MAINTENANCE_LEASE,
             MaintenanceTurn.MAINTENANCE_TURN,
+            ParentResults.PARENT_RESULTS,
             PausedQueue.PAUSED_QUEUE,
             PausedQueues.PAUSED_QUEUES,
             ProducerBound.PRODUCER_BOUND,
@@ -863,6 +925,7 @@ public class Pgtask extends SchemaImpl {
             Task.TASK,
             TaskAttempt.TASK_ATTEMPT,
             TaskAttempts.TASK_ATTEMPTS,
+            TaskDependency.TASK_DEPENDENCY,
             Tasks.TASKS,
             Tenant.TENANT,
             TenantLoad.TENANT_LOAD,

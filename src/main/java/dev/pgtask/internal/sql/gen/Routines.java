@@ -23,15 +23,18 @@ import dev.pgtask.internal.sql.gen.routines.DeleteTask;
 import dev.pgtask.internal.sql.gen.routines.DueSince;
 import dev.pgtask.internal.sql.gen.routines.Enqueue;
 import dev.pgtask.internal.sql.gen.routines.ExplainDuration;
+import dev.pgtask.internal.sql.gen.routines.ExplainParentsJson;
 import dev.pgtask.internal.sql.gen.routines.ExplainTask;
 import dev.pgtask.internal.sql.gen.routines.ExplainTaskJson;
 import dev.pgtask.internal.sql.gen.routines.ExplainTime;
 import dev.pgtask.internal.sql.gen.routines.FireSchedules;
 import dev.pgtask.internal.sql.gen.routines.GrantProducer;
+import dev.pgtask.internal.sql.gen.routines.InsertChild;
 import dev.pgtask.internal.sql.gen.routines.LimitFullJson;
 import dev.pgtask.internal.sql.gen.routines.LimitInputError;
 import dev.pgtask.internal.sql.gen.routines.LimitMatches;
 import dev.pgtask.internal.sql.gen.routines.NotifySchedules;
+import dev.pgtask.internal.sql.gen.routines.PassesForReleased;
 import dev.pgtask.internal.sql.gen.routines.PauseQueue;
 import dev.pgtask.internal.sql.gen.routines.PauseSchedule;
 import dev.pgtask.internal.sql.gen.routines.PayloadLimitError;
@@ -43,6 +46,9 @@ import dev.pgtask.internal.sql.gen.routines.PromoteTenants;
 import dev.pgtask.internal.sql.gen.routines.QueuePass;
 import dev.pgtask.internal.sql.gen.routines.RaiseScheduleError;
 import dev.pgtask.internal.sql.gen.routines.ReleaseMaintenanceLease;
+import dev.pgtask.internal.sql.gen.routines.ReleaseTask;
+import dev.pgtask.internal.sql.gen.routines.ReplaceFunction;
+import dev.pgtask.internal.sql.gen.routines.ResolveChildren;
 import dev.pgtask.internal.sql.gen.routines.ResumeQueue;
 import dev.pgtask.internal.sql.gen.routines.ResumeSchedule;
 import dev.pgtask.internal.sql.gen.routines.RetryTask;
@@ -59,6 +65,7 @@ import dev.pgtask.internal.sql.gen.routines.TakeSlots;
 import dev.pgtask.internal.sql.gen.routines.TaskDetail;
 import dev.pgtask.internal.sql.gen.routines.TenantId;
 import dev.pgtask.internal.sql.gen.routines.TenantSlots;
+import dev.pgtask.internal.sql.gen.routines.TenantWaits;
 import dev.pgtask.internal.sql.gen.routines.TenantWeight;
 import dev.pgtask.internal.sql.gen.routines.TokensNow;
 import dev.pgtask.internal.sql.gen.routines.TrySlot;
@@ -73,6 +80,7 @@ import dev.pgtask.internal.sql.gen.tables.DeleteTasks;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
 import dev.pgtask.internal.sql.gen.tables.FilterTasks;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
+import dev.pgtask.internal.sql.gen.tables.ParentResults;
 import dev.pgtask.internal.sql.gen.tables.RetryTasks;
 import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
@@ -82,8 +90,10 @@ import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
 import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
+import dev.pgtask.internal.sql.gen.tables.records.ParentResultsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
 
@@ -625,6 +635,8 @@ public class Routines {
         , Integer maxAttempts
         , String dedupeKey
         , YearToSecond debounce
+        , Long[] dependsOn
+        , String onParentFailure
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -636,6 +648,8 @@ public class Routines {
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
         f.setDebounce(debounce);
+        f.setDependsOn(dependsOn);
+        f.setOnParentFailure(onParentFailure);
 
         f.execute(configuration);
         return f.getReturnValue();
@@ -654,6 +668,8 @@ public class Routines {
         , Integer maxAttempts
         , String dedupeKey
         , YearToSecond debounce
+        , Long[] dependsOn
+        , String onParentFailure
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -665,6 +681,8 @@ public class Routines {
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
         f.setDebounce(debounce);
+        f.setDependsOn(dependsOn);
+        f.setOnParentFailure(onParentFailure);
 
         return f.asField();
     }
@@ -682,6 +700,8 @@ public class Routines {
         , Field<Integer> maxAttempts
         , Field<String> dedupeKey
         , Field<YearToSecond> debounce
+        , Field<Long[]> dependsOn
+        , Field<String> onParentFailure
     ) {
         Enqueue f = new Enqueue();
         f.setKind(kind);
@@ -693,6 +713,8 @@ public class Routines {
         f.setMaxAttempts(maxAttempts);
         f.setDedupeKey(dedupeKey);
         f.setDebounce(debounce);
+        f.setDependsOn(dependsOn);
+        f.setOnParentFailure(onParentFailure);
 
         return f.asField();
     }
@@ -731,6 +753,44 @@ public class Routines {
     ) {
         ExplainDuration f = new ExplainDuration();
         f.setPFor(pFor);
+
+        return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.explain_parents_json</code>
+     */
+    public static JSONB explainParentsJson(
+          Configuration configuration
+        , TaskRecord pTask
+    ) {
+        ExplainParentsJson f = new ExplainParentsJson();
+        f.setPTask(pTask);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.explain_parents_json</code> as a field.
+     */
+    public static Field<JSONB> explainParentsJson(
+          TaskRecord pTask
+    ) {
+        ExplainParentsJson f = new ExplainParentsJson();
+        f.setPTask(pTask);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.explain_parents_json</code> as a field.
+     */
+    public static Field<JSONB> explainParentsJson(
+          Field<TaskRecord> pTask
+    ) {
+        ExplainParentsJson f = new ExplainParentsJson();
+        f.setPTask(pTask);
 
         return f.asField();
     }
@@ -872,6 +932,104 @@ public class Routines {
         p.setRoleName(roleName);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.insert_child</code>
+     */
+    public static Long insertChild(
+          Configuration configuration
+        , String pKind
+        , JSONB pPayload
+        , String pQueue
+        , Integer pTenantId
+        , Instant pRunAt
+        , Integer pPriority
+        , Integer pMaxAttempts
+        , Long[] pParents
+        , String pPolicy
+        , Long pId
+        , String pContext
+    ) {
+        InsertChild f = new InsertChild();
+        f.setPKind(pKind);
+        f.setPPayload(pPayload);
+        f.setPQueue(pQueue);
+        f.setPTenantId(pTenantId);
+        f.setPRunAt(pRunAt);
+        f.setPPriority(pPriority);
+        f.setPMaxAttempts(pMaxAttempts);
+        f.setPParents(pParents);
+        f.setPPolicy(pPolicy);
+        f.setPId(pId);
+        f.setPContext(pContext);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.insert_child</code> as a field.
+     */
+    public static Field<Long> insertChild(
+          String pKind
+        , JSONB pPayload
+        , String pQueue
+        , Integer pTenantId
+        , Instant pRunAt
+        , Integer pPriority
+        , Integer pMaxAttempts
+        , Long[] pParents
+        , String pPolicy
+        , Long pId
+        , String pContext
+    ) {
+        InsertChild f = new InsertChild();
+        f.setPKind(pKind);
+        f.setPPayload(pPayload);
+        f.setPQueue(pQueue);
+        f.setPTenantId(pTenantId);
+        f.setPRunAt(pRunAt);
+        f.setPPriority(pPriority);
+        f.setPMaxAttempts(pMaxAttempts);
+        f.setPParents(pParents);
+        f.setPPolicy(pPolicy);
+        f.setPId(pId);
+        f.setPContext(pContext);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.insert_child</code> as a field.
+     */
+    public static Field<Long> insertChild(
+          Field<String> pKind
+        , Field<JSONB> pPayload
+        , Field<String> pQueue
+        , Field<Integer> pTenantId
+        , Field<Instant> pRunAt
+        , Field<Integer> pPriority
+        , Field<Integer> pMaxAttempts
+        , Field<Long[]> pParents
+        , Field<String> pPolicy
+        , Field<Long> pId
+        , Field<String> pContext
+    ) {
+        InsertChild f = new InsertChild();
+        f.setPKind(pKind);
+        f.setPPayload(pPayload);
+        f.setPQueue(pQueue);
+        f.setPTenantId(pTenantId);
+        f.setPRunAt(pRunAt);
+        f.setPPriority(pPriority);
+        f.setPMaxAttempts(pMaxAttempts);
+        f.setPParents(pParents);
+        f.setPPolicy(pPolicy);
+        f.setPId(pId);
+        f.setPContext(pContext);
+
+        return f.asField();
     }
 
     /**
@@ -1067,6 +1225,19 @@ public class Routines {
           Configuration configuration
     ) {
         NotifySchedules p = new NotifySchedules();
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.passes_for_released</code>
+     */
+    public static void passesForReleased(
+          Configuration configuration
+        , Long[] pIds
+    ) {
+        PassesForReleased p = new PassesForReleased();
+        p.setPIds(pIds);
 
         p.execute(configuration);
     }
@@ -1475,6 +1646,49 @@ public class Routines {
         f.setPWorker(pWorker);
 
         return f.asField();
+    }
+
+    /**
+     * Call <code>pgtask.release_task</code>
+     */
+    public static void releaseTask(
+          Configuration configuration
+        , Long taskId
+    ) {
+        ReleaseTask p = new ReleaseTask();
+        p.setTaskId(taskId);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.replace_function</code>
+     */
+    public static void replaceFunction(
+          Configuration configuration
+        , String pOld
+        , String pNew
+    ) {
+        ReplaceFunction p = new ReplaceFunction();
+        p.setPOld(pOld);
+        p.setPNew(pNew);
+
+        p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.resolve_children</code>
+     */
+    public static void resolveChildren(
+          Configuration configuration
+        , Long pParent
+        , String pOutcome
+    ) {
+        ResolveChildren p = new ResolveChildren();
+        p.setPParent(pParent);
+        p.setPOutcome(pOutcome);
+
+        p.execute(configuration);
     }
 
     /**
@@ -2103,6 +2317,56 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.tenant_waits</code>
+     */
+    public static Boolean tenantWaits(
+          Configuration configuration
+        , Integer pTenantId
+        , String pQueue
+        , Instant pRunAt
+    ) {
+        TenantWaits f = new TenantWaits();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPRunAt(pRunAt);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_waits</code> as a field.
+     */
+    public static Field<Boolean> tenantWaits(
+          Integer pTenantId
+        , String pQueue
+        , Instant pRunAt
+    ) {
+        TenantWaits f = new TenantWaits();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.tenant_waits</code> as a field.
+     */
+    public static Field<Boolean> tenantWaits(
+          Field<Integer> pTenantId
+        , Field<String> pQueue
+        , Field<Instant> pRunAt
+    ) {
+        TenantWaits f = new TenantWaits();
+        f.setPTenantId(pTenantId);
+        f.setPQueue(pQueue);
+        f.setPRunAt(pRunAt);
+
+        return f.asField();
+    }
+
+    /**
      * Call <code>pgtask.tenant_weight</code>
      */
     public static Double tenantWeight(
@@ -2603,6 +2867,8 @@ public class Routines {
         , Integer[] priorities
         , Integer[] maxAttempts
         , String[] dedupeKeys
+        , JSONB[] dependsOn
+        , String[] onParentFailures
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
               kinds
@@ -2613,6 +2879,8 @@ public class Routines {
             , priorities
             , maxAttempts
             , dedupeKeys
+            , dependsOn
+            , onParentFailures
         )).fetch();
     }
 
@@ -2628,6 +2896,8 @@ public class Routines {
         , Integer[] priorities
         , Integer[] maxAttempts
         , String[] dedupeKeys
+        , JSONB[] dependsOn
+        , String[] onParentFailures
     ) {
         return dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
             kinds,
@@ -2637,7 +2907,9 @@ public class Routines {
             runAts,
             priorities,
             maxAttempts,
-            dedupeKeys
+            dedupeKeys,
+            dependsOn,
+            onParentFailures
         );
     }
 
@@ -2653,6 +2925,8 @@ public class Routines {
         , Field<Integer[]> priorities
         , Field<Integer[]> maxAttempts
         , Field<String[]> dedupeKeys
+        , Field<JSONB[]> dependsOn
+        , Field<String[]> onParentFailures
     ) {
         return dev.pgtask.internal.sql.gen.tables.EnqueueBatch.ENQUEUE_BATCH.call(
             kinds,
@@ -2662,7 +2936,9 @@ public class Routines {
             runAts,
             priorities,
             maxAttempts,
-            dedupeKeys
+            dedupeKeys,
+            dependsOn,
+            onParentFailures
         );
     }
 
@@ -2773,6 +3049,40 @@ public class Routines {
             pWorker,
             pLeaseMs,
             pHeartbeat
+        );
+    }
+
+    /**
+     * Call <code>pgtask.parent_results</code>.
+     */
+    public static Result<ParentResultsRecord> parentResults(
+          Configuration configuration
+        , Long taskId
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+              taskId
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.parent_results</code> as a table.
+     */
+    public static ParentResults parentResults(
+          Long taskId
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+            taskId
+        );
+    }
+
+    /**
+     * Get <code>pgtask.parent_results</code> as a table.
+     */
+    public static ParentResults parentResults(
+          Field<Long> taskId
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
+            taskId
         );
     }
 

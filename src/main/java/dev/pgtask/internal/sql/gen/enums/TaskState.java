@@ -17,6 +17,8 @@ import org.jooq.Schema;
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public enum TaskState implements EnumType {
 
+    pending("pending"),
+
     available("available"),
 
     running("running"),

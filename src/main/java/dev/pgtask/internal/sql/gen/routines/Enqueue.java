@@ -77,6 +77,16 @@ public class Enqueue extends AbstractRoutine<Long> {
     public static final Parameter<YearToSecond> DEBOUNCE = Internal.createParameter("debounce", SQLDataType.INTERVAL.defaultValue(DSL.field(DSL.raw("NULL::interval"), SQLDataType.INTERVAL)), true, false);
 
     /**
+     * The parameter <code>pgtask.enqueue.depends_on</code>.
+     */
+    public static final Parameter<Long[]> DEPENDS_ON = Internal.createParameter("depends_on", SQLDataType.BIGINT.array().defaultValue(DSL.field(DSL.raw("NULL::bigint[]"), SQLDataType.BIGINT.array())), true, false);
+
+    /**
+     * The parameter <code>pgtask.enqueue.on_parent_failure</code>.
+     */
+    public static final Parameter<String> ON_PARENT_FAILURE = Internal.createParameter("on_parent_failure", SQLDataType.CLOB.defaultValue(DSL.field(DSL.raw("NULL::text"), SQLDataType.CLOB)), true, false);
+
+    /**
      * Create a new routine call instance
      */
     public Enqueue() {
@@ -92,6 +102,8 @@ public class Enqueue extends AbstractRoutine<Long> {
         addInParameter(MAX_ATTEMPTS);
         addInParameter(DEDUPE_KEY);
         addInParameter(DEBOUNCE);
+        addInParameter(DEPENDS_ON);
+        addInParameter(ON_PARENT_FAILURE);
     }
 
     /**
@@ -244,6 +256,40 @@ public class Enqueue extends AbstractRoutine<Long> {
      */
     public Enqueue setDebounce(Field<YearToSecond> field) {
         setField(DEBOUNCE, field);
+        return this;
+    }
+
+    /**
+     * Set the <code>depends_on</code> parameter IN value to the routine
+     */
+    public Enqueue setDependsOn(Long[] value) {
+        setValue(DEPENDS_ON, value);
+        return this;
+    }
+
+    /**
+     * Set the <code>depends_on</code> parameter to the function to be used with
+     * a {@link org.jooq.Select} statement
+     */
+    public Enqueue setDependsOn(Field<Long[]> field) {
+        setField(DEPENDS_ON, field);
+        return this;
+    }
+
+    /**
+     * Set the <code>on_parent_failure</code> parameter IN value to the routine
+     */
+    public Enqueue setOnParentFailure(String value) {
+        setValue(ON_PARENT_FAILURE, value);
+        return this;
+    }
+
+    /**
+     * Set the <code>on_parent_failure</code> parameter to the function to be
+     * used with a {@link org.jooq.Select} statement
+     */
+    public Enqueue setOnParentFailure(Field<String> field) {
+        setField(ON_PARENT_FAILURE, field);
         return this;
     }
 }

@@ -27,7 +27,8 @@ import org.jooq.impl.TableImpl;
  * NULL::text[], tenants text[] DEFAULT NULL::text[], run_ats timestamp with
  * time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[]
  * DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[],
- * dedupe_keys text[] DEFAULT NULL::text[]
+ * dedupe_keys text[] DEFAULT NULL::text[], depends_on jsonb[] DEFAULT
+ * NULL::jsonb[], on_parent_failures text[] DEFAULT NULL::text[]
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class EnqueueBatch extends TableImpl<EnqueueBatchRecord> {
@@ -71,6 +72,8 @@ public class EnqueueBatch extends TableImpl<EnqueueBatchRecord> {
             DSL.val(null, SQLDataType.TIMESTAMPWITHTIMEZONE.array().defaultValue(DSL.field(DSL.raw("NULL::timestamp with time zone[]"), SQLDataType.TIMESTAMPWITHTIMEZONE.array()))),
             DSL.val(null, SQLDataType.INTEGER.array().defaultValue(DSL.field(DSL.raw("NULL::integer[]"), SQLDataType.INTEGER.array()))),
             DSL.val(null, SQLDataType.INTEGER.array().defaultValue(DSL.field(DSL.raw("NULL::integer[]"), SQLDataType.INTEGER.array()))),
+            DSL.val(null, SQLDataType.CLOB.array().defaultValue(DSL.field(DSL.raw("NULL::text[]"), SQLDataType.CLOB.array()))),
+            DSL.val(null, SQLDataType.JSONB.array().defaultValue(DSL.field(DSL.raw("NULL::jsonb[]"), SQLDataType.JSONB.array()))),
             DSL.val(null, SQLDataType.CLOB.array().defaultValue(DSL.field(DSL.raw("NULL::text[]"), SQLDataType.CLOB.array())))
         });
     }
@@ -80,7 +83,7 @@ public class EnqueueBatch extends TableImpl<EnqueueBatchRecord> {
     }
 
     private EnqueueBatch(Name alias, Table<EnqueueBatchRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment("kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], tenants text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], dedupe_keys text[] DEFAULT NULL::text[]"), TableOptions.function(), where);
+        super(alias, null, aliased, parameters, DSL.comment("kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], tenants text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], dedupe_keys text[] DEFAULT NULL::text[], depends_on jsonb[] DEFAULT NULL::jsonb[], on_parent_failures text[] DEFAULT NULL::text[]"), TableOptions.function(), where);
     }
 
     /**
@@ -160,6 +163,8 @@ public class EnqueueBatch extends TableImpl<EnqueueBatchRecord> {
         , Integer[] priorities
         , Integer[] maxAttempts
         , String[] dedupeKeys
+        , JSONB[] dependsOn
+        , String[] onParentFailures
     ) {
         EnqueueBatch result = new EnqueueBatch(DSL.name("enqueue_batch"), null, new Field[] {
             DSL.val(kinds, SQLDataType.CLOB.array()),
@@ -169,7 +174,9 @@ public class EnqueueBatch extends TableImpl<EnqueueBatchRecord> {
             DSL.val(runAts, SQLDataType.TIMESTAMPWITHTIMEZONE.array().defaultValue(DSL.field(DSL.raw("NULL::timestamp with time zone[]"), SQLDataType.TIMESTAMPWITHTIMEZONE.array()))),
             DSL.val(priorities, SQLDataType.INTEGER.array().defaultValue(DSL.field(DSL.raw("NULL::integer[]"), SQLDataType.INTEGER.array()))),
             DSL.val(maxAttempts, SQLDataType.INTEGER.array().defaultValue(DSL.field(DSL.raw("NULL::integer[]"), SQLDataType.INTEGER.array()))),
-            DSL.val(dedupeKeys, SQLDataType.CLOB.array().defaultValue(DSL.field(DSL.raw("NULL::text[]"), SQLDataType.CLOB.array())))
+            DSL.val(dedupeKeys, SQLDataType.CLOB.array().defaultValue(DSL.field(DSL.raw("NULL::text[]"), SQLDataType.CLOB.array()))),
+            DSL.val(dependsOn, SQLDataType.JSONB.array().defaultValue(DSL.field(DSL.raw("NULL::jsonb[]"), SQLDataType.JSONB.array()))),
+            DSL.val(onParentFailures, SQLDataType.CLOB.array().defaultValue(DSL.field(DSL.raw("NULL::text[]"), SQLDataType.CLOB.array())))
         });
 
         return aliased() ? result.as(getUnqualifiedName()) : result;
@@ -187,6 +194,8 @@ public class EnqueueBatch extends TableImpl<EnqueueBatchRecord> {
         , Field<Integer[]> priorities
         , Field<Integer[]> maxAttempts
         , Field<String[]> dedupeKeys
+        , Field<JSONB[]> dependsOn
+        , Field<String[]> onParentFailures
     ) {
         EnqueueBatch result = new EnqueueBatch(DSL.name("enqueue_batch"), null, new Field[] {
             kinds,
@@ -196,7 +205,9 @@ public class EnqueueBatch extends TableImpl<EnqueueBatchRecord> {
             runAts,
             priorities,
             maxAttempts,
-            dedupeKeys
+            dedupeKeys,
+            dependsOn,
+            onParentFailures
         });
 
         return aliased() ? result.as(getUnqualifiedName()) : result;

@@ -119,6 +119,11 @@ public class Limits extends TableImpl<LimitsRecord> {
      */
     public final TableField<LimitsRecord, Instant> NEXT_TOKEN_AT = createField(DSL.name("next_token_at"), SQLDataType.INSTANT, this, "");
 
+    /**
+     * The column <code>pgtask.limits.weight</code>.
+     */
+    public final TableField<LimitsRecord, BigDecimal> WEIGHT = createField(DSL.name("weight"), SQLDataType.NUMERIC, this, "");
+
     private Limits(Name alias, Table<LimitsRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

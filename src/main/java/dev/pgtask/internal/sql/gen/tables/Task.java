@@ -9,6 +9,7 @@ import dev.pgtask.internal.sql.gen.Keys;
 import dev.pgtask.internal.sql.gen.Pgtask;
 import dev.pgtask.internal.sql.gen.enums.TaskState;
 import dev.pgtask.internal.sql.gen.tables.TaskAttempt.TaskAttemptPath;
+import dev.pgtask.internal.sql.gen.tables.TaskDependency.TaskDependencyPath;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 
 import java.time.Instant;
@@ -175,6 +176,21 @@ public class Task extends TableImpl<TaskRecord> {
     public final TableField<TaskRecord, String> DEBOUNCE_KEY = createField(DSL.name("debounce_key"), SQLDataType.CLOB, this, "");
 
     /**
+     * The column <code>pgtask.task.has_children</code>.
+     */
+    public final TableField<TaskRecord, Boolean> HAS_CHILDREN = createField(DSL.name("has_children"), SQLDataType.BOOLEAN.nullable(false).defaultValue(DSL.field(DSL.raw("false"), SQLDataType.BOOLEAN)), this, "");
+
+    /**
+     * The column <code>pgtask.task.parents_pending</code>.
+     */
+    public final TableField<TaskRecord, Integer> PARENTS_PENDING = createField(DSL.name("parents_pending"), SQLDataType.INTEGER, this, "");
+
+    /**
+     * The column <code>pgtask.task.result</code>.
+     */
+    public final TableField<TaskRecord, JSONB> RESULT = createField(DSL.name("result"), SQLDataType.JSONB, this, "");
+
+    /**
      * The column <code>pgtask.task.pass</code>.
      */
     public final TableField<TaskRecord, Double> PASS = createField(DSL.name("pass"), SQLDataType.DOUBLE, this, "");
@@ -274,6 +290,19 @@ public class Task extends TableImpl<TaskRecord> {
         return _taskAttempt;
     }
 
+    private transient TaskDependencyPath _taskDependency;
+
+    /**
+     * Get the implicit to-many join path to the
+     * <code>pgtask.task_dependency</code> table
+     */
+    public TaskDependencyPath taskDependency() {
+        if (_taskDependency == null)
+            _taskDependency = new TaskDependencyPath(this, null, Keys.TASK_DEPENDENCY__TASK_DEPENDENCY_CHILD_FKEY.getInverseKey());
+
+        return _taskDependency;
+    }
+
     @Override
     public List<Check<TaskRecord>> getChecks() {
         return Arrays.asList(
@@ -283,8 +312,10 @@ public class Task extends TableImpl<TaskRecord> {
             Internal.createCheck(this, DSL.name("task_dedupe_key_length"), "(((char_length(dedupe_key) >= 1) AND (char_length(dedupe_key) <= 255)))", true),
             Internal.createCheck(this, DSL.name("task_kind_length"), "(((char_length(kind) >= 1) AND (char_length(kind) <= 255)))", true),
             Internal.createCheck(this, DSL.name("task_max_attempts_positive"), "((max_attempts >= 1))", true),
+            Internal.createCheck(this, DSL.name("task_parents_pending_range"), "((parents_pending >= 0))", true),
             Internal.createCheck(this, DSL.name("task_payload_object"), "((jsonb_typeof(payload) = 'object'::text))", true),
             Internal.createCheck(this, DSL.name("task_queue_format"), "((((char_length(queue) >= 1) AND (char_length(queue) <= 128)) AND (queue ~ '^[A-Za-z0-9_.:-]+$'::text)))", true),
+            Internal.createCheck(this, DSL.name("task_result_size"), "((octet_length((result)::text) <= 65536))", true),
             Internal.createCheck(this, DSL.name("task_running_has_owner"), "(((state <> 'running'::pgtask.task_state) OR ((owner IS NOT NULL) AND (lease_until IS NOT NULL))))", true)
         );
     }

@@ -14,7 +14,8 @@ import org.jooq.impl.TableRecordImpl;
  * NULL::text[], tenants text[] DEFAULT NULL::text[], run_ats timestamp with
  * time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[]
  * DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[],
- * dedupe_keys text[] DEFAULT NULL::text[]
+ * dedupe_keys text[] DEFAULT NULL::text[], depends_on jsonb[] DEFAULT
+ * NULL::jsonb[], on_parent_failures text[] DEFAULT NULL::text[]
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class EnqueueBatchRecord extends TableRecordImpl<EnqueueBatchRecord> {

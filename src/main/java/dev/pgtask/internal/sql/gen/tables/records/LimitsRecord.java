@@ -230,6 +230,21 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
         return (Instant) get(13);
     }
 
+    /**
+     * Setter for <code>pgtask.limits.weight</code>.
+     */
+    public LimitsRecord setWeight(BigDecimal value) {
+        set(14, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.limits.weight</code>.
+     */
+    public BigDecimal getWeight() {
+        return (BigDecimal) get(14);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -244,7 +259,7 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
     /**
      * Create a detached, initialised LimitsRecord
      */
-    public LimitsRecord(String scope, String key, Integer maxRunning, Long running, Long slotsHeld, Long waiting, Instant oldestWaitingSince, Long stuck, Instant updatedAt, String updatedBy, BigDecimal perSecond, Integer burst, Integer tokens, Instant nextTokenAt) {
+    public LimitsRecord(String scope, String key, Integer maxRunning, Long running, Long slotsHeld, Long waiting, Instant oldestWaitingSince, Long stuck, Instant updatedAt, String updatedBy, BigDecimal perSecond, Integer burst, Integer tokens, Instant nextTokenAt, BigDecimal weight) {
         super(Limits.LIMITS);
 
         setScope(scope);
@@ -261,6 +276,7 @@ public class LimitsRecord extends TableRecordImpl<LimitsRecord> {
         setBurst(burst);
         setTokens(tokens);
         setNextTokenAt(nextTokenAt);
+        setWeight(weight);
         resetChangedOnNotNull();
     }
 }

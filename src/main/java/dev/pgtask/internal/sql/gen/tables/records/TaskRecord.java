@@ -353,10 +353,55 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
     }
 
     /**
+     * Setter for <code>pgtask.task.has_children</code>.
+     */
+    public TaskRecord setHasChildren(Boolean value) {
+        set(22, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.has_children</code>.
+     */
+    public Boolean getHasChildren() {
+        return (Boolean) get(22);
+    }
+
+    /**
+     * Setter for <code>pgtask.task.parents_pending</code>.
+     */
+    public TaskRecord setParentsPending(Integer value) {
+        set(23, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.parents_pending</code>.
+     */
+    public Integer getParentsPending() {
+        return (Integer) get(23);
+    }
+
+    /**
+     * Setter for <code>pgtask.task.result</code>.
+     */
+    public TaskRecord setResult(JSONB value) {
+        set(24, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.task.result</code>.
+     */
+    public JSONB getResult() {
+        return (JSONB) get(24);
+    }
+
+    /**
      * Setter for <code>pgtask.task.pass</code>.
      */
     public TaskRecord setPass(Double value) {
-        set(22, value);
+        set(25, value);
         return this;
     }
 
@@ -364,7 +409,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
      * Getter for <code>pgtask.task.pass</code>.
      */
     public Double getPass() {
-        return (Double) get(22);
+        return (Double) get(25);
     }
 
     // -------------------------------------------------------------------------
@@ -390,7 +435,7 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
     /**
      * Create a detached, initialised TaskRecord
      */
-    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String scheduleName, Instant scheduleFireAt, String traceParent, String debounceKey, Double pass) {
+    public TaskRecord(Long id, String kind, String queue, JSONB payload, Integer tenantId, TaskState state, Boolean blocked, Integer priority, Integer attempt, Integer maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String owner, Instant leaseUntil, String dedupeKey, JSONB errors, String scheduleName, Instant scheduleFireAt, String traceParent, String debounceKey, Boolean hasChildren, Integer parentsPending, JSONB result, Double pass) {
         super(Task.TASK);
 
         setId(id);
@@ -415,6 +460,9 @@ public class TaskRecord extends UpdatableRecordImpl<TaskRecord> {
         setScheduleFireAt(scheduleFireAt);
         setTraceParent(traceParent);
         setDebounceKey(debounceKey);
+        setHasChildren(hasChildren);
+        setParentsPending(parentsPending);
+        setResult(result);
         setPass(pass);
         resetChangedOnNotNull();
     }
