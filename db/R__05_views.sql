@@ -68,7 +68,8 @@ SELECT t.queue,
          AND EXISTS (SELECT 1 FROM pgtask.workers w WHERE w.id = t.owner)
          AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a
                          WHERE a.datname = current_database() AND a.application_name LIKE 'pgtask task %'
-                           AND split_part(a.application_name, ' ', 3) = t.id::text)) AS claimed_ahead
+                           AND split_part(a.application_name, ' ', 3) = t.id::text)) AS claimed_ahead,
+       count(*) FILTER (WHERE t.state = 'pending') AS pending
 FROM pgtask.task t
 GROUP BY t.queue;
 

@@ -47,7 +47,7 @@ public final class Main implements Runnable {
       QueueCommands.Pause.class, QueueCommands.Resume.class, LimitCommands.List.class, LimitCommands.Limits.class,
       ExplainCommand.class,
       ScheduleCommands.List.class, ScheduleCommands.Declare.class, ScheduleCommands.Unschedule.class,
-      BenchCommand.class};
+      DashboardCommand.class, BenchCommand.class};
 
   @Option(names = "--verbose", scope = ScopeType.INHERIT,
       description = "Debug logging, and stack traces with errors.")

@@ -70,10 +70,10 @@ public final class StatusCommand extends ReadCommand {
     // RUNNING: the tasks executing now; CLAIMED_AHEAD: those a live worker holds for a free
     // executor (queue_summary's running counts both)
     TextTable t = new TextTable("QUEUE", "SCHEDULED", "AVAILABLE", "RUNNING", "CLAIMED_AHEAD", "RETRYABLE",
-        "COMPLETED", "CANCELLED", "DISCARDED", "WAITING_FOR_TENANT", "LAG");
+        "COMPLETED", "CANCELLED", "DISCARDED", "WAITING_FOR_TENANT", "PENDING", "LAG");
     for (QueueSummary q : queues) {
       t.row(q.queue(), q.scheduled(), q.available(), q.executing(), q.claimedAhead(), q.retryable(),
-          q.completed(), q.cancelled(), q.discarded(), q.waitingForTenant(), Formats.text(q.lag()));
+          q.completed(), q.cancelled(), q.discarded(), q.waitingForTenant(), q.pending(), Formats.text(q.lag()));
     }
     out.print(t.isEmpty() ? "no tasks in any queue\n" : t.render());
     if (!paused.isEmpty()) {

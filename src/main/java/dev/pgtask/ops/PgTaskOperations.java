@@ -155,6 +155,49 @@ public final class PgTaskOperations {
   }
 
   /**
+   * One page of tasks, newest first ({@code pgtask.task_page}): at most {@code limit} (1 to 500)
+   * tasks with an id below {@code beforeId} (null: from the newest) that match every filter set in
+   * {@code filter} (an empty filter matches every task). Keyset pagination: the next page is the one
+   * before the last id returned, so a page never sorts or counts the table.
+   */
+  public List<TaskSummary> tasks(dev.pgtask.TaskFilter filter, Long beforeId, int limit) {
+    if (limit < 1 || limit > 500) {
+      throw new IllegalArgumentException("limit must be between 1 and 500: " + limit);
+    }
+    dev.pgtask.TaskFilter f = filter == null ? dev.pgtask.TaskFilter.matching() : filter;
+    return read("pgtask.task_page", c -> views.taskPage(c, f.kind(), f.queue(),
+        f.state() == null ? null : f.state().sqlName(), f.tenant(), f.errorLike(), seconds(f.since()), beforeId,
+        limit));
+  }
+
+  /**
+   * The retryable and discarded tasks grouped by kind and the first line of their last error, most
+   * tasks first, at most {@code limit} (1 to 500) groups, only those active within {@code since}
+   * when it is not null ({@code pgtask.error_groups}).
+   */
+  public List<ErrorGroup> errorGroups(Duration since, int limit) {
+    if (limit < 1 || limit > 500) {
+      throw new IllegalArgumentException("limit must be between 1 and 500: " + limit);
+    }
+    return read("pgtask.error_groups", c -> views.errorGroups(c, seconds(since), limit));
+  }
+
+  /**
+   * Finished tasks per minute over the last {@code minutes} (1 to 1440) minutes, oldest first, the
+   * minutes without a finished task left out ({@code pgtask.throughput}).
+   */
+  public List<ThroughputMinute> throughput(int minutes) {
+    if (minutes < 1 || minutes > 1440) {
+      throw new IllegalArgumentException("minutes must be between 1 and 1440: " + minutes);
+    }
+    return read("pgtask.throughput", c -> views.throughput(c, minutes));
+  }
+
+  private static Double seconds(Duration d) {
+    return d == null ? null : d.toNanos() / 1e9;
+  }
+
+  /**
    * Why a task is or is not running ({@code pgtask.explain_task_json}), from the database's own
    * state: running (where, for how long), waiting (for what: its run time, its tenant's head or
    * lock, a paused queue, a worker that serves its queue or handles its kind), finished, or not

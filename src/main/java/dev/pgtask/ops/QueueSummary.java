@@ -20,10 +20,11 @@ import java.time.Duration;
  * @param paused whether the queue is paused (no worker claims from it)
  * @param claimedAhead running tasks that wait in a live worker for an executor, so
  *     {@code running - claimedAhead} execute now
+ * @param pending tasks waiting for their parents to finish (dependencies)
  */
 public record QueueSummary(String queue, long scheduled, long available, long running, long retryable,
     long completed, long cancelled, long discarded, long waitingForTenant, Duration lag, boolean paused,
-    long claimedAhead) {
+    long claimedAhead, long pending) {
 
   /** The tasks executing now: {@code running - claimedAhead}. */
   public long executing() {

@@ -21,6 +21,7 @@ public class PgTaskProperties {
   private final Migrations migrations = new Migrations();
   private final Worker worker = new Worker();
   private final Health health = new Health();
+  private final Dashboard dashboard = new Dashboard();
 
   public Migrations getMigrations() {
     return migrations;
@@ -32,6 +33,38 @@ public class PgTaskProperties {
 
   public Health getHealth() {
     return health;
+  }
+
+  public Dashboard getDashboard() {
+    return dashboard;
+  }
+
+  /**
+   * The operator dashboard mounted in this Spring MVC application (docs/dashboard.md): off unless
+   * enabled; read-only unless the application defines a DashboardAccess bean; guarded by the
+   * application's own security (Spring Security rules for the path).
+   */
+  public static class Dashboard {
+    /** Whether to serve the dashboard under {@code path}. */
+    private boolean enabled = false;
+    /** The path it is served under, e.g. /pgtask (pages at /pgtask/, /pgtask/tasks, ...). */
+    private String path = "/pgtask";
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public String getPath() {
+      return path;
+    }
+
+    public void setPath(String path) {
+      this.path = path;
+    }
   }
 
   /** pgtask's own schema migrations. */

@@ -34,7 +34,7 @@ class PublicApiTest {
 
   /** The packages users program against. */
   static final List<String> EXPORTED = List.of("dev.pgtask", "dev.pgtask.micrometer", "dev.pgtask.migrate",
-      "dev.pgtask.testing", "dev.pgtask.otel", "dev.pgtask.cli", "dev.pgtask.ops");
+      "dev.pgtask.testing", "dev.pgtask.otel", "dev.pgtask.cli", "dev.pgtask.ops", "dev.pgtask.dashboard");
 
   @Test
   void noPublicSignatureInAnExportedPackageMentionsAnInternalType() throws Exception {
@@ -59,6 +59,22 @@ class PublicApiTest {
       leaks.addAll(mentions(c, "org.jooq."));
     }
     assertThat(leaks).as("public signatures of dev.pgtask.ops that mention jOOQ types").isEmpty();
+  }
+
+  @Test
+  void theDashboardsPublicTypesAreItsEntryPointsAndMentionNoServletSpringOrJooqType() throws Exception {
+    List<Class<?>> dashboard = exportedClasses().stream()
+        .filter(c -> c.getPackageName().equals("dev.pgtask.dashboard")).toList();
+    assertThat(dashboard).as("public classes of dev.pgtask.dashboard").extracting(Class::getSimpleName)
+        .containsExactlyInAnyOrder("Dashboard", "Builder", "DashboardServer", "DashboardAccess",
+            "DashboardAction", "DashboardRequest", "DashboardResponse");
+    Set<String> leaks = new TreeSet<>();
+    for (Class<?> c : dashboard) {
+      for (String prefix : List.of("org.jooq.", "org.springframework.", "jakarta.")) {
+        leaks.addAll(mentions(c, prefix));
+      }
+    }
+    assertThat(leaks).as("the core needs no servlet container, Spring or jOOQ of its users").isEmpty();
   }
 
   @Test

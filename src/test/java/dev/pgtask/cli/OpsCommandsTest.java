@@ -301,9 +301,9 @@ class OpsCommandsTest {
       assertThat(status.exitCode()).as("stderr: %s", status.err()).isEqualTo(ExitCodes.OK);
       assertThat(status.out().lines().toList().get(0))
           .isEqualTo("QUEUE    SCHEDULED  AVAILABLE  RUNNING  CLAIMED_AHEAD  RETRYABLE  COMPLETED  CANCELLED  DISCARDED"
-              + "  WAITING_FOR_TENANT  LAG");
+              + "  WAITING_FOR_TENANT  PENDING  LAG");
       assertThat(status.out().lines().toList().get(1))
-          .matches("default\\s+0\\s+0\\s+1\\s+0\\s+0\\s+0\\s+0\\s+0\\s+1\\s+\\S+");
+          .matches("default\\s+0\\s+0\\s+1\\s+0\\s+0\\s+0\\s+0\\s+0\\s+1\\s+0\\s+\\S+");
       assertThat(status.out()).contains("health").contains("oldest transaction  pid ").contains("notification queue");
       JsonNode statusJson = JSON.readTree(cli("status", "--json").out());
       assertThat(statusJson.get("queues").get(0).get("running").asInt()).isEqualTo(1);

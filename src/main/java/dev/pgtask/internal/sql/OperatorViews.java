@@ -1,5 +1,6 @@
 package dev.pgtask.internal.sql;
 
+import dev.pgtask.ops.ErrorGroup;
 import dev.pgtask.ops.Health;
 import dev.pgtask.ops.LimitStatus;
 import dev.pgtask.ops.LiveWorker;
@@ -13,6 +14,7 @@ import dev.pgtask.ops.TaskDetail;
 import dev.pgtask.ops.TaskSummary;
 import dev.pgtask.ops.TenantLoad;
 import dev.pgtask.ops.TenantLock;
+import dev.pgtask.ops.ThroughputMinute;
 import dev.pgtask.ops.Unrunnable;
 import java.sql.Array;
 import java.sql.Connection;
@@ -66,7 +68,7 @@ public final class OperatorViews {
     return read(c, "queue_summary", "ORDER BY queue", rs -> new QueueSummary(rs.getString("queue"),
         rs.getLong("scheduled"), rs.getLong("available"), rs.getLong("running"), rs.getLong("retryable"),
         rs.getLong("completed"), rs.getLong("cancelled"), rs.getLong("discarded"), rs.getLong("waiting_for_tenant"),
-        duration(rs, "lag"), rs.getBoolean("paused"), rs.getLong("claimed_ahead")));
+        duration(rs, "lag"), rs.getBoolean("paused"), rs.getLong("claimed_ahead"), rs.getLong("pending")));
   }
 
   /** The one row of {@code pgtask.health}. */
@@ -183,6 +185,32 @@ public final class OperatorViews {
         rs.getString("queue"), rs.getString("tenant"), rs.getString("state"), rs.getInt("priority"),
         rs.getInt("attempt"), rs.getInt("max_attempts"), instant(rs, "run_at"), instant(rs, "created_at"),
         instant(rs, "finished_at"), rs.getString("last_error")), args.toArray());
+  }
+
+  /**
+   * One page of {@code pgtask.task_page}: tasks newest first, below {@code beforeId} (null: from the
+   * newest), at most {@code limit}, by the filters that are not null ({@code since} in seconds).
+   */
+  public List<TaskSummary> taskPage(Connection c, String kind, String queue, String state, String tenant,
+      String errorLike, Double sinceSeconds, Long beforeId, int limit) throws SQLException {
+    return read(c, "task_page(?, ?, ?, ?, ?, make_interval(secs => ?), ?, ?)", "", rs -> new TaskSummary(
+        rs.getLong("id"), rs.getString("kind"), rs.getString("queue"), rs.getString("tenant"), rs.getString("state"),
+        rs.getInt("priority"), rs.getInt("attempt"), rs.getInt("max_attempts"), instant(rs, "run_at"),
+        instant(rs, "created_at"), instant(rs, "finished_at"), rs.getString("last_error")),
+        kind, queue, state, tenant, errorLike, sinceSeconds, beforeId, limit);
+  }
+
+  /** {@code pgtask.error_groups}: errors by kind and first line, most tasks first. */
+  public List<ErrorGroup> errorGroups(Connection c, Double sinceSeconds, int limit) throws SQLException {
+    return read(c, "error_groups(make_interval(secs => ?), ?)", "", rs -> new ErrorGroup(rs.getString("kind"),
+        rs.getString("error"), rs.getLong("tasks"), rs.getLong("retryable"), rs.getLong("discarded"),
+        instant(rs, "first_seen"), instant(rs, "last_seen")), sinceSeconds, limit);
+  }
+
+  /** {@code pgtask.throughput}: finished tasks per minute, oldest first. */
+  public List<ThroughputMinute> throughput(Connection c, int minutes) throws SQLException {
+    return read(c, "throughput(?)", "", rs -> new ThroughputMinute(instant(rs, "minute"), rs.getLong("completed"),
+        rs.getLong("discarded"), rs.getLong("cancelled")), minutes);
   }
 
   /** {@code pgtask.explain_task_json(id)} as JSON text (see {@link dev.pgtask.TaskExplanation}). */

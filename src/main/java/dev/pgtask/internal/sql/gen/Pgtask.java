@@ -9,6 +9,7 @@ import dev.pgtask.internal.sql.gen.tables.CancelTasks;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.DeleteTasks;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.ErrorGroups;
 import dev.pgtask.internal.sql.gen.tables.FilterTasks;
 import dev.pgtask.internal.sql.gen.tables.FlowLimit;
 import dev.pgtask.internal.sql.gen.tables.Health;
@@ -33,11 +34,13 @@ import dev.pgtask.internal.sql.gen.tables.Task;
 import dev.pgtask.internal.sql.gen.tables.TaskAttempt;
 import dev.pgtask.internal.sql.gen.tables.TaskAttempts;
 import dev.pgtask.internal.sql.gen.tables.TaskDependency;
+import dev.pgtask.internal.sql.gen.tables.TaskPage;
 import dev.pgtask.internal.sql.gen.tables.Tasks;
 import dev.pgtask.internal.sql.gen.tables.Tenant;
 import dev.pgtask.internal.sql.gen.tables.TenantLoad;
 import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.TenantLocks;
+import dev.pgtask.internal.sql.gen.tables.Throughput;
 import dev.pgtask.internal.sql.gen.tables.Unrunnable;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
@@ -45,12 +48,15 @@ import dev.pgtask.internal.sql.gen.tables.records.CancelTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.ErrorGroupsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ParentResultsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TaskPageRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
+import dev.pgtask.internal.sql.gen.tables.records.ThroughputRecord;
 import dev.pgtask.internal.sql.gen.udt.CronSpec;
 
 import java.time.Instant;
@@ -398,6 +404,51 @@ public class Pgtask extends SchemaImpl {
             dedupeKeys,
             dependsOn,
             onParentFailures
+        );
+    }
+
+    /**
+     * p_since interval, p_limit integer
+     */
+    public final ErrorGroups ERROR_GROUPS = ErrorGroups.ERROR_GROUPS;
+
+    /**
+     * Call <code>pgtask.error_groups</code>.
+     */
+    public static Result<ErrorGroupsRecord> ERROR_GROUPS(
+          Configuration configuration
+        , YearToSecond pSince
+        , Integer pLimit
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
+              pSince
+            , pLimit
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.error_groups</code> as a table.
+     */
+    public static ErrorGroups ERROR_GROUPS(
+          YearToSecond pSince
+        , Integer pLimit
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
+            pSince,
+            pLimit
+        );
+    }
+
+    /**
+     * Get <code>pgtask.error_groups</code> as a table.
+     */
+    public static ErrorGroups ERROR_GROUPS(
+          Field<YearToSecond> pSince
+        , Field<Integer> pLimit
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
+            pSince,
+            pLimit
         );
     }
 
@@ -794,6 +845,88 @@ public class Pgtask extends SchemaImpl {
     public final TaskDependency TASK_DEPENDENCY = TaskDependency.TASK_DEPENDENCY;
 
     /**
+     * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like
+     * text, p_since interval, p_before_id bigint, p_limit integer
+     */
+    public final TaskPage TASK_PAGE = TaskPage.TASK_PAGE;
+
+    /**
+     * Call <code>pgtask.task_page</code>.
+     */
+    public static Result<TaskPageRecord> TASK_PAGE(
+          Configuration configuration
+        , String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+        , Long pBeforeId
+        , Integer pLimit
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TaskPage.TASK_PAGE.call(
+              pKind
+            , pQueue
+            , pState
+            , pTenant
+            , pErrorLike
+            , pSince
+            , pBeforeId
+            , pLimit
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.task_page</code> as a table.
+     */
+    public static TaskPage TASK_PAGE(
+          String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+        , Long pBeforeId
+        , Integer pLimit
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TaskPage.TASK_PAGE.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince,
+            pBeforeId,
+            pLimit
+        );
+    }
+
+    /**
+     * Get <code>pgtask.task_page</code> as a table.
+     */
+    public static TaskPage TASK_PAGE(
+          Field<String> pKind
+        , Field<String> pQueue
+        , Field<String> pState
+        , Field<String> pTenant
+        , Field<String> pErrorLike
+        , Field<YearToSecond> pSince
+        , Field<Long> pBeforeId
+        , Field<Integer> pLimit
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TaskPage.TASK_PAGE.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince,
+            pBeforeId,
+            pLimit
+        );
+    }
+
+    /**
      * The table <code>pgtask.tasks</code>.
      */
     public final Tasks TASKS = Tasks.TASKS;
@@ -859,6 +992,45 @@ public class Pgtask extends SchemaImpl {
     public final TenantLocks TENANT_LOCKS = TenantLocks.TENANT_LOCKS;
 
     /**
+     * p_minutes integer
+     */
+    public final Throughput THROUGHPUT = Throughput.THROUGHPUT;
+
+    /**
+     * Call <code>pgtask.throughput</code>.
+     */
+    public static Result<ThroughputRecord> THROUGHPUT(
+          Configuration configuration
+        , Integer pMinutes
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.Throughput.THROUGHPUT.call(
+              pMinutes
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.throughput</code> as a table.
+     */
+    public static Throughput THROUGHPUT(
+          Integer pMinutes
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.Throughput.THROUGHPUT.call(
+            pMinutes
+        );
+    }
+
+    /**
+     * Get <code>pgtask.throughput</code> as a table.
+     */
+    public static Throughput THROUGHPUT(
+          Field<Integer> pMinutes
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.Throughput.THROUGHPUT.call(
+            pMinutes
+        );
+    }
+
+    /**
      * The table <code>pgtask.unrunnable</code>.
      */
     public final Unrunnable UNRUNNABLE = Unrunnable.UNRUNNABLE;
@@ -902,6 +1074,7 @@ public class Pgtask extends SchemaImpl {
             CronFireTimes.CRON_FIRE_TIMES,
             DeleteTasks.DELETE_TASKS,
             EnqueueBatch.ENQUEUE_BATCH,
+            ErrorGroups.ERROR_GROUPS,
             FilterTasks.FILTER_TASKS,
             FlowLimit.FLOW_LIMIT,
             Health.HEALTH,
@@ -926,11 +1099,13 @@ public class Pgtask extends SchemaImpl {
             TaskAttempt.TASK_ATTEMPT,
             TaskAttempts.TASK_ATTEMPTS,
             TaskDependency.TASK_DEPENDENCY,
+            TaskPage.TASK_PAGE,
             Tasks.TASKS,
             Tenant.TENANT,
             TenantLoad.TENANT_LOAD,
             TenantLoadOver.TENANT_LOAD_OVER,
             TenantLocks.TENANT_LOCKS,
+            Throughput.THROUGHPUT,
             Unrunnable.UNRUNNABLE,
             Worker.WORKER,
             Workers.WORKERS

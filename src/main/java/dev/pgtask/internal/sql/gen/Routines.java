@@ -78,23 +78,29 @@ import dev.pgtask.internal.sql.gen.tables.CancelTasks;
 import dev.pgtask.internal.sql.gen.tables.CronFireTimes;
 import dev.pgtask.internal.sql.gen.tables.DeleteTasks;
 import dev.pgtask.internal.sql.gen.tables.EnqueueBatch;
+import dev.pgtask.internal.sql.gen.tables.ErrorGroups;
 import dev.pgtask.internal.sql.gen.tables.FilterTasks;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.ParentResults;
 import dev.pgtask.internal.sql.gen.tables.RetryTasks;
 import dev.pgtask.internal.sql.gen.tables.TakeTokens;
+import dev.pgtask.internal.sql.gen.tables.TaskPage;
 import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
+import dev.pgtask.internal.sql.gen.tables.Throughput;
 import dev.pgtask.internal.sql.gen.tables.records.CancelTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.EnqueueBatchRecord;
+import dev.pgtask.internal.sql.gen.tables.records.ErrorGroupsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ParentResultsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
+import dev.pgtask.internal.sql.gen.tables.records.TaskPageRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
+import dev.pgtask.internal.sql.gen.tables.records.ThroughputRecord;
 import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
 
 import java.math.BigDecimal;
@@ -2943,6 +2949,46 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.error_groups</code>.
+     */
+    public static Result<ErrorGroupsRecord> errorGroups(
+          Configuration configuration
+        , YearToSecond pSince
+        , Integer pLimit
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
+              pSince
+            , pLimit
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.error_groups</code> as a table.
+     */
+    public static ErrorGroups errorGroups(
+          YearToSecond pSince
+        , Integer pLimit
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
+            pSince,
+            pLimit
+        );
+    }
+
+    /**
+     * Get <code>pgtask.error_groups</code> as a table.
+     */
+    public static ErrorGroups errorGroups(
+          Field<YearToSecond> pSince
+        , Field<Integer> pLimit
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
+            pSince,
+            pLimit
+        );
+    }
+
+    /**
      * Call <code>pgtask.filter_tasks</code>.
      */
     public static Result<FilterTasksRecord> filterTasks(
@@ -3209,6 +3255,82 @@ public class Routines {
     }
 
     /**
+     * Call <code>pgtask.task_page</code>.
+     */
+    public static Result<TaskPageRecord> taskPage(
+          Configuration configuration
+        , String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+        , Long pBeforeId
+        , Integer pLimit
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.TaskPage.TASK_PAGE.call(
+              pKind
+            , pQueue
+            , pState
+            , pTenant
+            , pErrorLike
+            , pSince
+            , pBeforeId
+            , pLimit
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.task_page</code> as a table.
+     */
+    public static TaskPage taskPage(
+          String pKind
+        , String pQueue
+        , String pState
+        , String pTenant
+        , String pErrorLike
+        , YearToSecond pSince
+        , Long pBeforeId
+        , Integer pLimit
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TaskPage.TASK_PAGE.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince,
+            pBeforeId,
+            pLimit
+        );
+    }
+
+    /**
+     * Get <code>pgtask.task_page</code> as a table.
+     */
+    public static TaskPage taskPage(
+          Field<String> pKind
+        , Field<String> pQueue
+        , Field<String> pState
+        , Field<String> pTenant
+        , Field<String> pErrorLike
+        , Field<YearToSecond> pSince
+        , Field<Long> pBeforeId
+        , Field<Integer> pLimit
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.TaskPage.TASK_PAGE.call(
+            pKind,
+            pQueue,
+            pState,
+            pTenant,
+            pErrorLike,
+            pSince,
+            pBeforeId,
+            pLimit
+        );
+    }
+
+    /**
      * Call <code>pgtask.tenant_load_over</code>.
      */
     public static Result<TenantLoadOverRecord> tenantLoadOver(
@@ -3245,6 +3367,40 @@ public class Routines {
         return dev.pgtask.internal.sql.gen.tables.TenantLoadOver.TENANT_LOAD_OVER.call(
             pWindow,
             pMinSpan
+        );
+    }
+
+    /**
+     * Call <code>pgtask.throughput</code>.
+     */
+    public static Result<ThroughputRecord> throughput(
+          Configuration configuration
+        , Integer pMinutes
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.Throughput.THROUGHPUT.call(
+              pMinutes
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.throughput</code> as a table.
+     */
+    public static Throughput throughput(
+          Integer pMinutes
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.Throughput.THROUGHPUT.call(
+            pMinutes
+        );
+    }
+
+    /**
+     * Get <code>pgtask.throughput</code> as a table.
+     */
+    public static Throughput throughput(
+          Field<Integer> pMinutes
+    ) {
+        return dev.pgtask.internal.sql.gen.tables.Throughput.THROUGHPUT.call(
+            pMinutes
         );
     }
 }

@@ -108,6 +108,11 @@ public class QueueSummary extends TableImpl<QueueSummaryRecord> {
      */
     public final TableField<QueueSummaryRecord, Long> CLAIMED_AHEAD = createField(DSL.name("claimed_ahead"), SQLDataType.BIGINT, this, "");
 
+    /**
+     * The column <code>pgtask.queue_summary.pending</code>.
+     */
+    public final TableField<QueueSummaryRecord, Long> PENDING = createField(DSL.name("pending"), SQLDataType.BIGINT, this, "");
+
     private QueueSummary(Name alias, Table<QueueSummaryRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

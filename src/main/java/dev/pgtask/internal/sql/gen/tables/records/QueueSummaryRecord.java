@@ -198,6 +198,21 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
         return (Long) get(11);
     }
 
+    /**
+     * Setter for <code>pgtask.queue_summary.pending</code>.
+     */
+    public QueueSummaryRecord setPending(Long value) {
+        set(12, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.queue_summary.pending</code>.
+     */
+    public Long getPending() {
+        return (Long) get(12);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -212,7 +227,7 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
     /**
      * Create a detached, initialised QueueSummaryRecord
      */
-    public QueueSummaryRecord(String queue, Long scheduled, Long available, Long running, Long retryable, Long completed, Long cancelled, Long discarded, Long waitingForTenant, YearToSecond lag, Boolean paused, Long claimedAhead) {
+    public QueueSummaryRecord(String queue, Long scheduled, Long available, Long running, Long retryable, Long completed, Long cancelled, Long discarded, Long waitingForTenant, YearToSecond lag, Boolean paused, Long claimedAhead, Long pending) {
         super(QueueSummary.QUEUE_SUMMARY);
 
         setQueue(queue);
@@ -227,6 +242,7 @@ public class QueueSummaryRecord extends TableRecordImpl<QueueSummaryRecord> {
         setLag(lag);
         setPaused(paused);
         setClaimedAhead(claimedAhead);
+        setPending(pending);
         resetChangedOnNotNull();
     }
 }

@@ -1,0 +1,90 @@
+-- The reads the operator dashboard needs beyond the views (docs/dashboard.md): one page of tasks
+-- by filters with keyset pagination, errors grouped by kind and first line, and finished tasks per
+-- minute. Each is bounded by what it returns (a page, a group count, a window), read-only and
+-- owner-only like every function here (db/R__06_privileges.sql). Locks: none.
+
+-- One page of tasks, newest first: at most p_limit (1 to 500) tasks with an id below p_before_id
+-- (NULL: from the newest), of p_kind, p_queue, in p_state (as pgtask.tasks names it), of p_tenant,
+-- whose last error matches the LIKE pattern p_error_like, active within p_since (finished, else
+-- last started, else enqueued), each filter applied when not NULL. Walks the primary key backwards
+-- from p_before_id, so a page costs the rows it skips over, never a sort of the table; the caller's
+-- statement_timeout bounds a filter that matches nothing. The next page is the one before the last
+-- id returned.
+CREATE OR REPLACE FUNCTION pgtask.task_page(p_kind text, p_queue text, p_state text, p_tenant text,
+    p_error_like text, p_since interval, p_before_id bigint, p_limit integer)
+RETURNS TABLE (id bigint, kind text, queue text, tenant text, state text, priority integer, attempt integer,
+    max_attempts integer, run_at timestamptz, created_at timestamptz, finished_at timestamptz, last_error text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
+AS $$
+  SELECT f.id, f.kind, f.queue, (SELECT tn.name FROM pgtask.tenant tn WHERE tn.id = f.tenant_id), f.op_state,
+         f.priority, f.attempt, f.max_attempts, f.run_at, f.created_at, f.finished_at, f.last_error
+  FROM (
+    SELECT t.*, CASE WHEN t.blocked THEN 'waiting' WHEN t.state = 'available' AND t.run_at > now() THEN 'scheduled'
+                     ELSE t.state::text END AS op_state,
+           CASE WHEN t.state <> 'completed' THEN t.errors -> -1 ->> 'error' END AS last_error
+    FROM pgtask.task t
+    WHERE (p_before_id IS NULL OR t.id < p_before_id)
+      AND (p_kind IS NULL OR t.kind = p_kind)
+      AND (p_queue IS NULL OR t.queue = p_queue)
+      AND (p_tenant IS NULL OR t.tenant_id = (SELECT tn.id FROM pgtask.tenant tn WHERE tn.name = p_tenant))
+      AND (p_since IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) >= now() - p_since)
+    ORDER BY t.id DESC
+    OFFSET 0
+  ) f
+  WHERE (p_state IS NULL OR f.op_state = p_state)
+    AND (p_error_like IS NULL OR f.last_error LIKE p_error_like)
+  ORDER BY f.id DESC
+  LIMIT greatest(1, least(coalesce(p_limit, 50), 500))
+$$;
+
+-- The errors of the tasks that failed and wait for a retry or were discarded, grouped by kind and
+-- the first line of their last error, most tasks first, at most p_limit (1 to 500) groups: how many
+-- tasks, how many of them retryable and discarded, and when the group was first and last seen (the
+-- task's last activity: finished, else last started). Only tasks active within p_since when it is
+-- not NULL. Reads every such task once (no index covers a task's last error).
+CREATE OR REPLACE FUNCTION pgtask.error_groups(p_since interval, p_limit integer)
+RETURNS TABLE (kind text, error text, tasks bigint, retryable bigint, discarded bigint, first_seen timestamptz,
+    last_seen timestamptz)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+  SELECT t.kind, split_part(t.errors -> -1 ->> 'error', E'\n', 1) AS error, count(*),
+         count(*) FILTER (WHERE t.state = 'retryable'), count(*) FILTER (WHERE t.state = 'discarded'),
+         min(coalesce(t.finished_at, t.attempted_at, t.created_at)),
+         max(coalesce(t.finished_at, t.attempted_at, t.created_at))
+  FROM pgtask.task t
+  WHERE t.state IN ('retryable', 'discarded') AND t.errors IS NOT NULL
+    AND (p_since IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) >= now() - p_since)
+  GROUP BY 1, 2
+  ORDER BY 3 DESC, 1, 2
+  LIMIT greatest(1, least(coalesce(p_limit, 100), 500))
+$$;
+
+-- Finished tasks per minute over the last p_minutes minutes (1 to 1440), oldest first, one row per
+-- minute that finished any: completed, discarded and cancelled (the ones retention has not yet
+-- removed). Reads the finished tasks of the window through task_finished_idx.
+CREATE OR REPLACE FUNCTION pgtask.throughput(p_minutes integer)
+RETURNS TABLE (minute timestamptz, completed bigint, discarded bigint, cancelled bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
+AS $$
+  SELECT date_trunc('minute', t.finished_at) AS minute,
+         count(*) FILTER (WHERE t.state = 'completed'), count(*) FILTER (WHERE t.state = 'discarded'),
+         count(*) FILTER (WHERE t.state = 'cancelled')
+  FROM pgtask.task t
+  WHERE t.state IN ('completed', 'cancelled', 'discarded')
+    AND t.finished_at >= date_trunc('minute', now()) - make_interval(mins => greatest(1, least(coalesce(p_minutes, 60), 1440)) - 1)
+  GROUP BY 1
+  ORDER BY 1
+$$;
+
+-- On an upgrade R__06 does not run again (its text is unchanged): take PUBLIC's EXECUTE back here.
+REVOKE EXECUTE ON FUNCTION pgtask.task_page(text, text, text, text, text, interval, bigint, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION pgtask.error_groups(interval, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION pgtask.throughput(integer) FROM PUBLIC;
