@@ -40,7 +40,13 @@ LEFT JOIN pgtask.tenant tn ON tn.id = t.tenant_id;
 -- Workers seen in the last minute (the heartbeat runs every 10 s by default).
 CREATE OR REPLACE VIEW pgtask.workers AS
 SELECT w.id, w.host, w.pid, w.version, w.queues, w.kinds, w.concurrency, w.started_at, w.last_seen,
-       greatest(clock_timestamp() - w.last_seen, interval '0') AS last_seen_ago
+       greatest(clock_timestamp() - w.last_seen, interval '0') AS last_seen_ago,
+       -- its LISTEN session ("pgtask listen <id>") is connected to this database: false while the
+       -- worker polls instead (its listener lost, reconnecting, or not configured); NULL when that
+       -- name would not fit application_name's 63 bytes (the session does not name the worker)
+       CASE WHEN octet_length('pgtask listen ' || w.id) <= 63 THEN EXISTS (
+         SELECT 1 FROM pg_stat_activity a
+         WHERE a.datname = current_database() AND a.application_name = 'pgtask listen ' || w.id) END AS listening
 FROM pgtask.worker w
 WHERE w.last_seen > now() - interval '1 minute';
 

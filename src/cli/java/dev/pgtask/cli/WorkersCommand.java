@@ -27,10 +27,11 @@ public final class WorkersCommand extends ReadCommand {
       return;
     }
     TextTable t = new TextTable("ID", "HOST", "PID", "VERSION", "QUEUES", "KINDS", "CONCURRENCY", "STARTED_AT",
-        "LAST_SEEN_AGO");
+        "LAST_SEEN_AGO", "LISTENING");
     for (LiveWorker w : workers) {
       t.row(w.id(), w.host(), w.pid(), w.version(), Formats.text(w.queues()), Formats.text(w.kinds()),
-          w.concurrency(), Formats.text(w.startedAt()), Formats.text(w.lastSeenAgo()));
+          w.concurrency(), Formats.text(w.startedAt()), Formats.text(w.lastSeenAgo()),
+          w.listening() == null ? "unknown" : w.listening() ? "yes" : "no (polls)");
     }
     out.print(t.isEmpty() ? "no live workers (none with a heartbeat in the last minute)\n" : t.render());
   }

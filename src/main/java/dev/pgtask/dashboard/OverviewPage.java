@@ -23,6 +23,7 @@ final class OverviewPage {
     Optional<MaintenanceLeader> leader = ctx.ops.maintenanceLeader();
     List<ThroughputMinute> throughput = ctx.ops.throughput(CHART_MINUTES);
     List<Unrunnable> unrunnable = ctx.ops.unrunnable();
+    List<dev.pgtask.ops.LiveWorker> workers = ctx.ops.workers();
     Html h = new Html();
 
     h.el("h2", "Queues").open("table", "id", "queues").header("queue", "available", "scheduled", "running",
@@ -56,6 +57,10 @@ final class OverviewPage {
     h.el("h2", "Health").raw("<div class=\"cards\" id=\"health\">");
     card(h, "maintenance leader", leader.map(l -> l.worker() + (l.live() ? "" : " (lease ran out)")).orElse("none yet"),
         leader.map(l -> !l.live()).orElse(true));
+    long polling = workers.stream().filter(w -> Boolean.FALSE.equals(w.listening())).count();
+    card(h, "listeners", workers.isEmpty() ? "no live workers"
+        : (workers.size() - polling) + " of " + workers.size() + " workers listening"
+            + (polling > 0 ? " (" + polling + " polling: wake-ups wait for their poll)" : ""), polling > 0);
     card(h, "oldest transaction", health.oldestXactAge() == null ? "none open"
         : Html.duration(health.oldestXactAge()) + " (pid " + health.oldestXactPid() + ", "
             + health.oldestXactApplication() + ")", health.oldestXactAge() != null

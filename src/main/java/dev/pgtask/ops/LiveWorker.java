@@ -17,6 +17,8 @@ import java.util.List;
  * @param startedAt when it started
  * @param lastSeen its last heartbeat
  * @param lastSeenAgo how long ago that was
+ * @param listening whether its LISTEN session is connected to this database (false: it polls, its
+ *     listener lost or reconnecting), or null when its id is too long for the session to name it
  */
 public record LiveWorker(String id, String host, long pid, String version, List<String> queues, List<String> kinds,
-    int concurrency, Instant startedAt, Instant lastSeen, Duration lastSeenAgo) {}
+    int concurrency, Instant startedAt, Instant lastSeen, Duration lastSeenAgo, Boolean listening) {}

@@ -160,7 +160,8 @@ class PgTaskOperationsTest {
           assertThat(l.applicationName()).startsWith("pgtask task " + id);
           assertThat(l.waitingPids()).isEmpty();
         });
-        assertThat(ops.workers()).extracting(LiveWorker::id).contains("ops-worker");
+        assertThat(ops.workers()).filteredOn(w -> w.id().equals("ops-worker")).singleElement()
+            .as("the worker, listening (its LISTEN session connected)").extracting(LiveWorker::listening).isEqualTo(true);
         assertThat(ops.tasks(TaskState.RUNNING, null, "ops.hold", 10)).extracting(TaskSummary::id).containsExactly(id);
       } finally {
         release.countDown();

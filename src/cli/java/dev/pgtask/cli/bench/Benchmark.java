@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.Properties;
 
@@ -34,11 +35,13 @@ public final class Benchmark {
 
   /** The measurements, by the keys of {@code --only} (and of the summary line, where they appear in it). */
   public static final List<String> KEYS = List.of("warmup", "plain_floor", "tx_floor", "batched_floor", "plain",
-      "defaults", "batched", "enqueue", "notify", "idle", "delayed", "sustained", "capped");
+      "defaults", "batched", "enqueue", "notify", "idle", "delayed", "sustained", "capped", "dashboard");
 
   // the JIT keeps compiling the worker's hot path for the first few tens of thousands of tasks
   // the JIT keeps compiling the worker's hot path for the first few tens of thousands of tasks
   private static final int WARM_UP_TASKS = 20_000;
+  // the dashboard's pages are measured on a task table of this many rows (issue 29: 1,000,000)
+  private static final int DASHBOARD_ROWS = 1_000_000;
 
   private final BenchDatabase db;
   private final Sizes sizes;
@@ -136,6 +139,8 @@ public final class Benchmark {
         throughput.sustained(pool, pgtask);
       }
 
+      Map<String, Double> pages = report.selected("dashboard") ? DashboardPages.measure(pool, DASHBOARD_ROWS) : Map.of();
+
       report.printTable();
       double plain = Math.max(plain10.median(), plain50.median());
       double batched = Math.max(batched10.median(), batched50.median());
@@ -143,6 +148,13 @@ public final class Benchmark {
           + "single enqueue vs INSERT into pgtask.task %.2f (vs a bare table %.2f)%n",
           plain / plainFloor.median(), defaults.median() / txFloor.median(), batched / batchedFloor.median(),
           single.median() / direct.median(), single.median() / bare.median());
+      if (!pages.isEmpty()) {
+        StringBuilder line = new StringBuilder("pgtask bench dashboard: rows=" + DASHBOARD_ROWS);
+        pages.forEach((page, ms) -> line.append(String.format(Locale.ROOT, " %s_ms=%.1f", page, ms)));
+        line.append(String.format(Locale.ROOT, " slowest_ms=%.1f",
+            pages.values().stream().mapToDouble(Double::doubleValue).max().orElse(0)));
+        out.println(line);
+      }
       if (report.selected("capped")) {
         out.printf(Locale.ROOT, "pgtask bench capped: uncapped=%d capped_40=%d capped_ratio=%.2f%n",
             Math.round(uncapped.median()), Math.round(capped40.median()), capped40.median() / uncapped.median());

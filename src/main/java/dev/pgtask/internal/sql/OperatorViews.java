@@ -156,7 +156,8 @@ public final class OperatorViews {
   public List<LiveWorker> workers(Connection c) throws SQLException {
     return read(c, "workers", "ORDER BY id", rs -> new LiveWorker(rs.getString("id"), rs.getString("host"),
         rs.getLong("pid"), rs.getString("version"), list(rs, "queues", String.class), list(rs, "kinds", String.class),
-        rs.getInt("concurrency"), instant(rs, "started_at"), instant(rs, "last_seen"), duration(rs, "last_seen_ago")));
+        rs.getInt("concurrency"), instant(rs, "started_at"), instant(rs, "last_seen"), duration(rs, "last_seen_ago"),
+        bool(rs, "listening")));
   }
 
   /**
