@@ -99,6 +99,11 @@ public class Workers extends TableImpl<WorkersRecord> {
      */
     public final TableField<WorkersRecord, YearToSecond> LAST_SEEN_AGO = createField(DSL.name("last_seen_ago"), SQLDataType.INTERVAL, this, "");
 
+    /**
+     * The column <code>pgtask.workers.listening</code>.
+     */
+    public final TableField<WorkersRecord, Boolean> LISTENING = createField(DSL.name("listening"), SQLDataType.BOOLEAN, this, "");
+
     private Workers(Name alias, Table<WorkersRecord> aliased) {
         this(alias, aliased, (Field<?>[]) null, null);
     }

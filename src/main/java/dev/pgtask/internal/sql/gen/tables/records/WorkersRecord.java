@@ -170,6 +170,21 @@ public class WorkersRecord extends TableRecordImpl<WorkersRecord> {
         return (YearToSecond) get(9);
     }
 
+    /**
+     * Setter for <code>pgtask.workers.listening</code>.
+     */
+    public WorkersRecord setListening(Boolean value) {
+        set(10, value);
+        return this;
+    }
+
+    /**
+     * Getter for <code>pgtask.workers.listening</code>.
+     */
+    public Boolean getListening() {
+        return (Boolean) get(10);
+    }
+
     // -------------------------------------------------------------------------
     // Constructors
     // -------------------------------------------------------------------------
@@ -184,7 +199,7 @@ public class WorkersRecord extends TableRecordImpl<WorkersRecord> {
     /**
      * Create a detached, initialised WorkersRecord
      */
-    public WorkersRecord(String id, String host, Long pid, String version, String[] queues, String[] kinds, Integer concurrency, Instant startedAt, Instant lastSeen, YearToSecond lastSeenAgo) {
+    public WorkersRecord(String id, String host, Long pid, String version, String[] queues, String[] kinds, Integer concurrency, Instant startedAt, Instant lastSeen, YearToSecond lastSeenAgo, Boolean listening) {
         super(Workers.WORKERS);
 
         setId(id);
@@ -197,6 +212,7 @@ public class WorkersRecord extends TableRecordImpl<WorkersRecord> {
         setStartedAt(startedAt);
         setLastSeen(lastSeen);
         setLastSeenAgo(lastSeenAgo);
+        setListening(listening);
         resetChangedOnNotNull();
     }
 }
