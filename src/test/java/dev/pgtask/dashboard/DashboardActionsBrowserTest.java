@@ -74,7 +74,7 @@ class DashboardActionsBrowserTest {
     open("/tasks/" + one);
     ((JavascriptExecutor) web).executeScript("document.querySelector('form[action$=\"/retry\"] input[name=csrf]')"
         + ".value = 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';");
-    web.findElement(By.cssSelector("form[action$='/retry'] button")).click();
+    browser.clickAndLoad(web.findElement(By.cssSelector("form[action$='/retry'] button")));
     assertThat(web.findElement(By.tagName("h1")).getText()).isEqualTo("Forbidden");
     assertThat(web.findElement(By.id("problem")).getText()).contains("security token");
     assertThat(queue.pgtask().find(one).orElseThrow().state()).as("nothing changed").isEqualTo("discarded");
@@ -82,7 +82,7 @@ class DashboardActionsBrowserTest {
     // the page's own form: retried, and it runs again
     FAIL.set(false);
     open("/tasks/" + one);
-    web.findElement(By.cssSelector("form[action$='/retry'] button")).click();
+    browser.clickAndLoad(web.findElement(By.cssSelector("form[action$='/retry'] button")));
     assertThat(web.findElement(By.id("flash")).getText()).contains("retried");
     workers.awaitState(one, "completed", Duration.ofSeconds(20));
 
@@ -95,14 +95,14 @@ class DashboardActionsBrowserTest {
     FAIL.set(false);
     open("/tasks?kind=flaky.call");
     browser.screenshot("tasks-read-write");
-    web.findElement(By.id("bulk-retry")).click();
+    browser.clickAndLoad(web.findElement(By.id("bulk-retry")));
     assertThat(web.findElement(By.id("dry-run-summary")).getText())
         .isEqualTo("Dry run, nothing changed: 4 task(s) would be retried, 1 skipped.");
     assertThat(web.findElement(By.cssSelector("tr[data-state=discarded] td.changed")).getText()).isEqualTo("4");
     assertThat(web.findElement(By.cssSelector("tr[data-state=completed] td.skipped")).getText()).isEqualTo("1");
     browser.screenshot("bulk-dry-run");
     assertThat(queue.sql().count("SELECT count(*) FROM pgtask.task WHERE state = 'discarded'")).as("dry run").isEqualTo(4);
-    web.findElement(By.id("bulk-run")).click();
+    browser.clickAndLoad(web.findElement(By.id("bulk-run")));
     assertThat(web.findElement(By.id("bulk-summary")).getText()).isEqualTo("4 task(s) retried, 1 skipped.");
     workers.awaitTasks("completed", 5, Duration.ofSeconds(20));
   }

@@ -141,7 +141,8 @@ class DashboardBrowserTest {
     // a form the page does not offer, built in the page and submitted with the session's cookie
     ((JavascriptExecutor) web).executeScript(
         "const f = document.createElement('form'); f.method = 'post'; f.action = arguments[0];"
-            + "document.body.appendChild(f); f.submit();", "/tasks/" + id + "/delete");
+            + "f.id = 'forged'; document.body.appendChild(f);", "/tasks/" + id + "/delete");
+    browser.clickAndLoad(web.findElement(By.id("forged")), "submit");
     assertThat(web.findElement(By.tagName("h1")).getText()).isEqualTo("Forbidden");
     assertThat(web.findElement(By.id("problem")).getText()).contains("read-only");
     assertThat(queue.pgtask().find(id)).as("not deleted").isPresent();
@@ -167,7 +168,7 @@ class DashboardBrowserTest {
       if (older.isEmpty()) {
         break;
       }
-      older.get(0).click();
+      browser.clickAndLoad(older.get(0));
     }
     List<Long> newestFirst = new ArrayList<>(ids);
     Collections.reverse(newestFirst);

@@ -67,6 +67,30 @@ public final class Browser implements AutoCloseable {
     return driver;
   }
 
+  /**
+   * Clicks {@code element} (a link or a form's button) and returns once the page it leads to has
+   * loaded: a click returns when the event is dispatched, and a find right after it could read the
+   * old page (a red CI run: the flash of the page after a retry not found).
+   */
+  public void clickAndLoad(org.openqa.selenium.WebElement element) {
+    clickAndLoad(element, "click");
+  }
+
+  /** As {@link #clickAndLoad(org.openqa.selenium.WebElement)}, calling the element's {@code method} ("click", "submit"). */
+  public void clickAndLoad(org.openqa.selenium.WebElement element, String method) {
+    org.openqa.selenium.WebElement page = driver.findElement(org.openqa.selenium.By.tagName("html"));
+    if (method.equals("click")) {
+      element.click(); // the browser's own click, as a user's
+    } else {
+      ((org.openqa.selenium.JavascriptExecutor) driver).executeScript("arguments[0]." + method + "();", element);
+    }
+    org.openqa.selenium.support.ui.WebDriverWait wait =
+        new org.openqa.selenium.support.ui.WebDriverWait(driver, Duration.ofSeconds(20));
+    wait.until(org.openqa.selenium.support.ui.ExpectedConditions.stalenessOf(page));
+    wait.until(d -> "complete".equals(((org.openqa.selenium.JavascriptExecutor) d)
+        .executeScript("return document.readyState")));
+  }
+
   /** Saves the current page as {@code target/dashboard-screenshots/<name>.png}. */
   public void screenshot(String name) {
     try {
