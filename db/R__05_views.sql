@@ -136,21 +136,31 @@ RETURNS TABLE (queue text, kind text, tenant_id integer, reason text, run_at tim
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT d.queue, d.kind, d.tenant_id, d.reason, d.run_at,
+  -- the reason is decided once per (queue, kind) of the due tasks, not per task: with the workers
+  -- down and a backlog of 40,000 due tasks, deciding it per task took 330 ms of every read of the
+  -- health (measured with 1,000,000 tasks), the moment an operator needs it most
+  WITH due AS MATERIALIZED (
+    SELECT t.queue, t.kind, t.tenant_id, t.run_at, t.created_at
+    FROM pgtask.task t
+    WHERE t.state IN ('available', 'retryable') AND NOT t.blocked AND t.run_at <= now()
+  ), live AS MATERIALIZED (
+    SELECT w.queues, w.kinds FROM pgtask.workers w
+  ), reasons AS (
+    SELECT p.queue, p.kind,
+           CASE WHEN EXISTS (SELECT 1 FROM pgtask.paused_queue q WHERE q.queue = p.queue) THEN 'paused_queue'
+                WHEN NOT EXISTS (SELECT 1 FROM live w WHERE p.queue = ANY (w.queues)) THEN 'unserved_queue'
+                WHEN NOT EXISTS (SELECT 1 FROM live w WHERE p.queue = ANY (w.queues) AND p.kind = ANY (w.kinds))
+                  THEN 'unhandled_kind'
+           END AS reason
+    FROM (SELECT DISTINCT d.queue, d.kind FROM due d) p
+  )
+  SELECT d.queue, d.kind, d.tenant_id, r.reason, pgtask.due_since(d.run_at, d.created_at),
          CASE WHEN d.tenant_id IS NULL THEN 0 ELSE
            (SELECT count(*) FROM pgtask.task w WHERE w.blocked AND w.tenant_id = d.tenant_id AND w.queue = d.queue)
          END AS waiting
-  FROM (
-    SELECT t.queue, t.kind, t.tenant_id, pgtask.due_since(t.run_at, t.created_at) AS run_at,
-           CASE WHEN EXISTS (SELECT 1 FROM pgtask.paused_queue p WHERE p.queue = t.queue) THEN 'paused_queue'
-                WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues)) THEN 'unserved_queue'
-                WHEN NOT EXISTS (SELECT 1 FROM pgtask.workers w WHERE t.queue = ANY (w.queues) AND t.kind = ANY (w.kinds))
-                  THEN 'unhandled_kind'
-           END AS reason
-    FROM pgtask.task t
-    WHERE t.state IN ('available', 'retryable') AND NOT t.blocked AND t.run_at <= now()
-  ) d
-  WHERE d.reason IS NOT NULL
+  FROM due d
+  JOIN reasons r ON r.queue = d.queue AND r.kind = d.kind
+  WHERE r.reason IS NOT NULL
 $$;
 
 -- What no live worker can run, per queue, kind and reason: the due tasks ('paused_queue': the queue
@@ -220,10 +230,10 @@ LEFT JOIN LATERAL (
   ORDER BY a.xact_start
   LIMIT 1) o ON true
 CROSS JOIN LATERAL (
-  SELECT coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'unserved_queue'), 0)::bigint AS unserved_tasks,
-         coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'unhandled_kind'), 0)::bigint AS unhandled_tasks,
-         (SELECT count(DISTINCT h.tenant_id) FROM pgtask.unrunnable_heads() h
-          WHERE h.waiting > 0 AND h.reason <> 'paused_queue') AS tenants_stuck,
-         coalesce(sum(x.tasks) FILTER (WHERE x.reason = 'paused_queue'), 0)::bigint AS paused_tasks
-  FROM pgtask.unrunnable x) u
+  -- pgtask.unrunnable summed, from one reading of the due heads
+  SELECT count(*) FILTER (WHERE h.reason = 'unserved_queue') AS unserved_tasks,
+         count(*) FILTER (WHERE h.reason = 'unhandled_kind') AS unhandled_tasks,
+         count(DISTINCT h.tenant_id) FILTER (WHERE h.waiting > 0 AND h.reason <> 'paused_queue') AS tenants_stuck,
+         count(*) FILTER (WHERE h.reason = 'paused_queue') AS paused_tasks
+  FROM pgtask.unrunnable_heads() h) u
 CROSS JOIN LATERAL pgtask.limit_alarms() la;

@@ -2,7 +2,7 @@ package dev.pgtask.dashboard;
 
 import dev.pgtask.ops.Health;
 import dev.pgtask.ops.MaintenanceLeader;
-import dev.pgtask.ops.QueueSummary;
+import dev.pgtask.ops.QueueDepth;
 import dev.pgtask.ops.ThroughputMinute;
 import dev.pgtask.ops.Unrunnable;
 import java.time.Instant;
@@ -18,7 +18,7 @@ final class OverviewPage {
   private OverviewPage() {}
 
   static String render(PageContext ctx) {
-    List<QueueSummary> queues = ctx.ops.queueSummary();
+    List<QueueDepth> queues = ctx.ops.queueDepth();
     Health health = ctx.ops.health();
     Optional<MaintenanceLeader> leader = ctx.ops.maintenanceLeader();
     List<ThroughputMinute> throughput = ctx.ops.throughput(CHART_MINUTES);
@@ -26,14 +26,14 @@ final class OverviewPage {
     List<dev.pgtask.ops.LiveWorker> workers = ctx.ops.workers();
     Html h = new Html();
 
+    // unfinished tasks only, from their indexes (pgtask.queue_depth): finished ones are in the chart below
     h.el("h2", "Queues").open("table", "id", "queues").header("queue", "available", "scheduled", "running",
-        "claimed ahead", "retryable", "waiting (tenant)", "pending (parents)", "discarded", "completed", "cancelled",
-        "lag", "", "");
+        "claimed ahead", "retryable", "waiting (tenant)", "pending (parents)", "lag", "", "");
     h.raw("<tbody>");
-    for (QueueSummary q : queues) {
+    for (QueueDepth q : queues) {
       h.raw("<tr>").raw("<td>").el("a", q.queue(), "href", ctx.url("/tasks", "queue", q.queue())).raw("</td>");
       for (long n : new long[] {q.available(), q.scheduled(), q.running(), q.claimedAhead(), q.retryable(),
-          q.waitingForTenant(), q.pending(), q.discarded(), q.completed(), q.cancelled()}) {
+          q.waitingForTenant(), q.pending()}) {
         h.el("td", n, "class", "num");
       }
       h.el("td", q.lag()).el("td", q.paused() ? "paused" : "", "class", q.paused() ? "bad" : null).raw("<td>");

@@ -79,6 +79,15 @@ public final class PgTaskOperations {
     return read("pgtask.queue_summary", views::queueSummary);
   }
 
+  /**
+   * Every queue's unfinished tasks, lag and pause ({@code pgtask.queue_depth()}): read from the
+   * indexes of unfinished tasks, so cheap however much history the table keeps (the dashboard's
+   * overview); {@link #queueSummary()} counts the finished tasks too.
+   */
+  public List<QueueDepth> queueDepth() {
+    return read("pgtask.queue_depth", views::queueDepth);
+  }
+
   /** What threatens the task table, and what no live worker can run, summed ({@code pgtask.health}). */
   public Health health() {
     return read("pgtask.health", views::health);

@@ -93,6 +93,30 @@ class PgTaskOperationsTest {
   }
 
   @Test
+  void theQueueDepthCountsTheUnfinishedTasksAsTheQueueSummaryDoesWithoutTheFinishedOnes() throws Exception {
+    exec("SELECT pgtask.enqueue('ops.depth', '{}', 'deep', 'acme')",
+        "SELECT pgtask.enqueue('ops.depth', '{}', 'deep', 'acme')",
+        "SELECT pgtask.enqueue('ops.depth', '{}', 'deep', NULL, now() + interval '1 hour')",
+        "SELECT pgtask.enqueue('ops.depth', '{}', 'deep', NULL, now() - interval '5 minutes')",
+        "UPDATE pgtask.task SET state = 'retryable' WHERE id = (SELECT max(id) FROM pgtask.task WHERE queue = 'deep')",
+        "SELECT pgtask.enqueue('ops.depth', '{}', 'deep', depends_on => ARRAY[(SELECT min(id) FROM pgtask.task"
+            + " WHERE queue = 'deep')])",
+        "INSERT INTO pgtask.task (kind, queue, state, finished_at) VALUES ('ops.depth', 'deep', 'completed', now())");
+    QueueSummary s = ops.queueSummary().stream().filter(q -> q.queue().equals("deep")).findFirst().orElseThrow();
+    QueueDepth d = ops.queueDepth().stream().filter(q -> q.queue().equals("deep")).findFirst().orElseThrow();
+    assertThat(List.of(d.available(), d.scheduled(), d.running(), d.claimedAhead(), d.retryable(), d.waitingForTenant(),
+        d.pending())).as("available, scheduled, running, claimed ahead, retryable, waiting, pending")
+        .containsExactly(1L, 1L, 0L, 0L, 1L, 1L, 1L)
+        .isEqualTo(List.of(s.available(), s.scheduled(), s.running(), s.claimedAhead(), s.retryable(),
+            s.waitingForTenant(), s.pending()));
+    assertThat(d.lag()).as("the retryable task has been due five minutes").isGreaterThanOrEqualTo(Duration.ofMinutes(4));
+    assertThat(s.completed()).as("the summary counts the finished task; the depth has no column for it").isEqualTo(1);
+    exec("SELECT pgtask.pause_queue('idle-and-paused')");
+    assertThat(ops.queueDepth()).filteredOn(q -> q.queue().equals("idle-and-paused")).singleElement()
+        .extracting(QueueDepth::paused).isEqualTo(true);
+  }
+
+  @Test
   void healthReportsTheOldestTransactionOfThisDatabaseOnly() throws Exception {
     Properties p = new Properties();
     p.setProperty("user", db.user());

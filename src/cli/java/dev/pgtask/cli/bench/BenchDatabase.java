@@ -35,8 +35,8 @@ final class BenchDatabase {
 
   static void resetTasks(HikariDataSource pool) throws SQLException {
     try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
-      // the attempt history references the tasks (ON DELETE CASCADE): TRUNCATE names both
-      st.execute("TRUNCATE pgtask.task, pgtask.task_attempt");
+      // the attempt history and the dependencies reference the tasks: TRUNCATE names all three
+      st.execute("TRUNCATE pgtask.task, pgtask.task_attempt, pgtask.task_dependency");
       st.execute("DELETE FROM pgtask.worker");
     }
   }

@@ -71,6 +71,14 @@ public final class OperatorViews {
         duration(rs, "lag"), rs.getBoolean("paused"), rs.getLong("claimed_ahead"), rs.getLong("pending")));
   }
 
+  /** Every queue's unfinished tasks, lag and pause ({@code pgtask.queue_depth()}), by queue name. */
+  public List<dev.pgtask.ops.QueueDepth> queueDepth(Connection c) throws SQLException {
+    return read(c, "queue_depth()", "", rs -> new dev.pgtask.ops.QueueDepth(rs.getString("queue"),
+        rs.getLong("scheduled"), rs.getLong("available"), rs.getLong("running"), rs.getLong("claimed_ahead"),
+        rs.getLong("retryable"), rs.getLong("waiting_for_tenant"), rs.getLong("pending"), duration(rs, "lag"),
+        rs.getBoolean("paused")));
+  }
+
   /** The one row of {@code pgtask.health}. */
   public Health health(Connection c) throws SQLException {
     List<Health> rows = read(c, "health", "", rs -> new Health(integer(rs, "oldest_xact_pid"),

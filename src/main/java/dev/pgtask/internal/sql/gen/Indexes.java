@@ -33,6 +33,7 @@ public class Indexes {
     public static final Index TASK_DEPENDENCY_PARENT_IDX = Internal.createIndex(DSL.name("task_dependency_parent_idx"), TaskDependency.TASK_DEPENDENCY, new OrderField[] { TaskDependency.TASK_DEPENDENCY.PARENT_ID }, false);
     public static final Index TASK_FINISHED_IDX = Internal.createIndex(DSL.name("task_finished_idx"), Task.TASK, new OrderField[] { Task.TASK.FINISHED_AT }, false);
     public static final Index TASK_PASS_IDX = Internal.createIndex(DSL.name("task_pass_idx"), Task.TASK, new OrderField[] { Task.TASK.ID }, false);
+    public static final Index TASK_PENDING_IDX = Internal.createIndex(DSL.name("task_pending_idx"), Task.TASK, new OrderField[] { Task.TASK.QUEUE }, false);
     public static final Index TASK_RUNNING_IDX = Internal.createIndex(DSL.name("task_running_idx"), Task.TASK, new OrderField[] { Task.TASK.LEASE_UNTIL }, false);
     public static final Index TASK_SCHEDULE_FIRE_IDX = Internal.createIndex(DSL.name("task_schedule_fire_idx"), Task.TASK, new OrderField[] { Task.TASK.SCHEDULE_NAME, Task.TASK.SCHEDULE_FIRE_AT }, true);
     public static final Index TASK_TENANT_HEAD_IDX = Internal.createIndex(DSL.name("task_tenant_head_idx"), Task.TASK, new OrderField[] { Task.TASK.TENANT_ID, Task.TASK.QUEUE }, false);

@@ -23,6 +23,7 @@ import dev.pgtask.internal.sql.gen.tables.PausedQueue;
 import dev.pgtask.internal.sql.gen.tables.PausedQueues;
 import dev.pgtask.internal.sql.gen.tables.ProducerBound;
 import dev.pgtask.internal.sql.gen.tables.ProducerBounds;
+import dev.pgtask.internal.sql.gen.tables.QueueDepth;
 import dev.pgtask.internal.sql.gen.tables.QueueSummary;
 import dev.pgtask.internal.sql.gen.tables.RetryTasks;
 import dev.pgtask.internal.sql.gen.tables.Running;
@@ -52,6 +53,7 @@ import dev.pgtask.internal.sql.gen.tables.records.ErrorGroupsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ParentResultsRecord;
+import dev.pgtask.internal.sql.gen.tables.records.QueueDepthRecord;
 import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskPageRecord;
@@ -663,6 +665,29 @@ public class Pgtask extends SchemaImpl {
     public final ProducerBounds PRODUCER_BOUNDS = ProducerBounds.PRODUCER_BOUNDS;
 
     /**
+     * The table <code>pgtask.queue_depth</code>.
+     */
+    public final QueueDepth QUEUE_DEPTH = QueueDepth.QUEUE_DEPTH;
+
+    /**
+     * Call <code>pgtask.queue_depth</code>.
+     */
+    public static Result<QueueDepthRecord> QUEUE_DEPTH(
+          Configuration configuration
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.QueueDepth.QUEUE_DEPTH.call(
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.queue_depth</code> as a table.
+     */
+    public static QueueDepth QUEUE_DEPTH() {
+        return dev.pgtask.internal.sql.gen.tables.QueueDepth.QUEUE_DEPTH.call(
+        );
+    }
+
+    /**
      * The table <code>pgtask.queue_summary</code>.
      */
     public final QueueSummary QUEUE_SUMMARY = QueueSummary.QUEUE_SUMMARY;
@@ -1088,6 +1113,7 @@ public class Pgtask extends SchemaImpl {
             PausedQueues.PAUSED_QUEUES,
             ProducerBound.PRODUCER_BOUND,
             ProducerBounds.PRODUCER_BOUNDS,
+            QueueDepth.QUEUE_DEPTH,
             QueueSummary.QUEUE_SUMMARY,
             RetryTasks.RETRY_TASKS,
             Running.RUNNING,

@@ -82,6 +82,7 @@ import dev.pgtask.internal.sql.gen.tables.ErrorGroups;
 import dev.pgtask.internal.sql.gen.tables.FilterTasks;
 import dev.pgtask.internal.sql.gen.tables.MaintenanceTurn;
 import dev.pgtask.internal.sql.gen.tables.ParentResults;
+import dev.pgtask.internal.sql.gen.tables.QueueDepth;
 import dev.pgtask.internal.sql.gen.tables.RetryTasks;
 import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.TaskPage;
@@ -95,6 +96,7 @@ import dev.pgtask.internal.sql.gen.tables.records.ErrorGroupsRecord;
 import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.MaintenanceTurnRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ParentResultsRecord;
+import dev.pgtask.internal.sql.gen.tables.records.QueueDepthRecord;
 import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskPageRecord;
@@ -3129,6 +3131,24 @@ public class Routines {
     ) {
         return dev.pgtask.internal.sql.gen.tables.ParentResults.PARENT_RESULTS.call(
             taskId
+        );
+    }
+
+    /**
+     * Call <code>pgtask.queue_depth</code>.
+     */
+    public static Result<QueueDepthRecord> queueDepth(
+          Configuration configuration
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.QueueDepth.QUEUE_DEPTH.call(
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.queue_depth</code> as a table.
+     */
+    public static QueueDepth queueDepth() {
+        return dev.pgtask.internal.sql.gen.tables.QueueDepth.QUEUE_DEPTH.call(
         );
     }
 

@@ -264,7 +264,7 @@ public class Task extends TableImpl<TaskRecord> {
 
     @Override
     public List<Index> getIndexes() {
-        return Arrays.asList(Indexes.TASK_CLAIMABLE_IDX, Indexes.TASK_DEBOUNCE_KEY_IDX, Indexes.TASK_DEDUPE_KEY_IDX, Indexes.TASK_FINISHED_IDX, Indexes.TASK_PASS_IDX, Indexes.TASK_RUNNING_IDX, Indexes.TASK_SCHEDULE_FIRE_IDX, Indexes.TASK_TENANT_HEAD_IDX, Indexes.TASK_TENANT_WAITING_IDX);
+        return Arrays.asList(Indexes.TASK_CLAIMABLE_IDX, Indexes.TASK_DEBOUNCE_KEY_IDX, Indexes.TASK_DEDUPE_KEY_IDX, Indexes.TASK_FINISHED_IDX, Indexes.TASK_PASS_IDX, Indexes.TASK_PENDING_IDX, Indexes.TASK_RUNNING_IDX, Indexes.TASK_SCHEDULE_FIRE_IDX, Indexes.TASK_TENANT_HEAD_IDX, Indexes.TASK_TENANT_WAITING_IDX);
     }
 
     @Override
