@@ -20,11 +20,11 @@
 -- cost (of a one-row table without an index) would otherwise pass jit_above_cost and compile the
 -- statement on every execution (107 ms measured).
 
--- A new task of a tenant waits when the tenant already has a head in the task's queue that is
--- running or due no later than the new task. A row that arrives blocked was decided by its
--- inserter (pgtask.enqueue_batch decides a batch's heads set-based): the WHEN clause passes over
--- it, so a batch of many tasks of one tenant calls this once per head, not once per task.
-CREATE OR REPLACE FUNCTION pgtask.task_before_insert_tenant() RETURNS trigger
+-- Whether a task of this tenant in this queue, due at p_run_at, waits behind its tenant's heads:
+-- the tenant has as many heads there as it may run at once (1 without a limit, its max_running with
+-- one), each running or due no later. The one rule for an insert (task_before_insert_tenant, R__02)
+-- and for a child released from its parents (db/R__03b_dependencies.sql).
+CREATE OR REPLACE FUNCTION pgtask.tenant_waits(p_tenant_id integer, p_queue text, p_run_at timestamptz) RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off
@@ -33,23 +33,32 @@ AS $$
 DECLARE
   v_n integer;
 BEGIN
+  IF p_tenant_id IS NULL THEN
+    RETURN false;
+  END IF;
+  v_n := pgtask.tenant_slots(p_tenant_id);
+  RETURN (SELECT count(*) FROM (
+    SELECT 1 FROM pgtask.task h
+    WHERE h.tenant_id = p_tenant_id AND h.queue = p_queue AND NOT h.blocked
+      AND h.state IN ('available', 'retryable', 'running')
+      AND (h.state = 'running' OR h.run_at <= p_run_at)
+    LIMIT greatest(v_n, 1)) s) >= greatest(v_n, 1);
+END
+$$;
+
+-- A new task of a tenant waits when the tenant already has its heads in the task's queue, running
+-- or due no later than the new task (pgtask.tenant_waits). A row that arrives blocked was decided
+-- by its inserter (pgtask.enqueue_batch decides a batch's heads set-based): the WHEN clause passes
+-- over it, so a batch of many tasks of one tenant calls this once per head, not once per task.
+CREATE OR REPLACE FUNCTION pgtask.task_before_insert_tenant() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
+AS $$
+BEGIN
   IF NEW.state IN ('available', 'retryable') THEN
-    v_n := pgtask.tenant_slots(NEW.tenant_id);
-    IF v_n <= 1 THEN
-      NEW.blocked := EXISTS (
-        SELECT 1 FROM pgtask.task h
-        WHERE h.tenant_id = NEW.tenant_id AND h.queue = NEW.queue AND NOT h.blocked
-          AND h.state IN ('available', 'retryable', 'running')
-          AND (h.state = 'running' OR h.run_at <= NEW.run_at));
-    ELSE
-      -- a tenant that may run N at once (pgtask.set_limit) has up to N heads in a queue
-      NEW.blocked := (SELECT count(*) FROM (
-        SELECT 1 FROM pgtask.task h
-        WHERE h.tenant_id = NEW.tenant_id AND h.queue = NEW.queue AND NOT h.blocked
-          AND h.state IN ('available', 'retryable', 'running')
-          AND (h.state = 'running' OR h.run_at <= NEW.run_at)
-        LIMIT v_n) s) >= v_n;
-    END IF;
+    NEW.blocked := pgtask.tenant_waits(NEW.tenant_id, NEW.queue, NEW.run_at);
   END IF;
   RETURN NEW;
 END
