@@ -86,9 +86,23 @@ public final class Browser implements AutoCloseable {
     }
     org.openqa.selenium.support.ui.WebDriverWait wait =
         new org.openqa.selenium.support.ui.WebDriverWait(driver, Duration.ofSeconds(20));
-    wait.until(org.openqa.selenium.support.ui.ExpectedConditions.stalenessOf(page));
-    wait.until(d -> "complete".equals(((org.openqa.selenium.JavascriptExecutor) d)
-        .executeScript("return document.readyState")));
+    // the old page is gone when asking about its root fails: as stale, or (Chromium, mid-navigation)
+    // as a node that "does not belong to the document" (a CI run), so any refusal counts
+    wait.until(d -> {
+      try {
+        page.isEnabled();
+        return false;
+      } catch (org.openqa.selenium.WebDriverException gone) {
+        return true;
+      }
+    });
+    wait.until(d -> {
+      try {
+        return "complete".equals(((org.openqa.selenium.JavascriptExecutor) d).executeScript("return document.readyState"));
+      } catch (org.openqa.selenium.WebDriverException navigating) {
+        return false;
+      }
+    });
   }
 
   /** Saves the current page as {@code target/dashboard-screenshots/<name>.png}. */
