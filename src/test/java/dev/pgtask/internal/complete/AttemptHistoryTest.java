@@ -107,6 +107,14 @@ class AttemptHistoryTest {
     try {
       long id = queue.pgtask().enqueue(NewTask.of("hist.plain", Map.of()));
       assertThat(started.await(10, java.util.concurrent.TimeUnit.SECONDS)).as("handler started").isTrue();
+      // the worker renews a plain task's lease at once after it starts, in a short UPDATE that locks
+      // the row for a moment; cancel_task never waits for a row lock (it leaves a request for the
+      // worker then: a CI run met that renewal). After the first renewal the next is a third of the
+      // lease away
+      long leaseMillis = dev.pgtask.internal.WorkerAccess.config(w).leaseDuration().toMillis();
+      org.awaitility.Awaitility.await("the first lease renewal").atMost(Duration.ofSeconds(30))
+          .until(() -> queue.sql().count("SELECT count(*) FROM pgtask.task WHERE id = " + id
+              + " AND lease_until > attempted_at + interval '" + leaseMillis + " milliseconds'") == 1);
       // a plain-mode handler holds no row lock: cancel_task cancels it at once and ends its attempt
       assertThat(queue.pgtask().cancel(id)).isEqualTo(dev.pgtask.CancelResult.CANCELLED);
       assertThat(queue.sql().rows("SELECT attempt || ' ' || outcome || ' ' || worker FROM pgtask.task_attempt WHERE task_id = " + id))
