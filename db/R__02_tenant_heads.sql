@@ -298,6 +298,7 @@ DECLARE
   v_passes double precision[];
   v_all_tenants integer[];
   v_all_queues text[];
+  v_own text;
 BEGIN
   SELECT array_agg(o.tenant_id), array_agg(o.queue),
          array_agg(o.tenant_id) FILTER (WHERE o.state = 'running' AND n.state <> 'running'),
@@ -321,6 +322,12 @@ BEGIN
     SELECT array_agg(x.tenant_id), array_agg(x.queue) INTO v_tenants, v_queues
     FROM unnest(v_tenants, v_queues) AS x(tenant_id, queue)
     WHERE pgtask.tenant_slots(x.tenant_id) <= 1;
+  END IF;
+  -- nobody of these tenants waits (one probe of task_tenant_waiting_idx): no head to hand on to, and
+  -- the hand-off's query (its plan started for nothing: half of this function's cost) is skipped
+  IF v_tenants IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM pgtask.task w WHERE w.tenant_id = ANY (v_tenants) AND w.blocked) THEN
+    v_tenants := NULL;
   END IF;
   -- as pgtask.heads_ended does, inline, and pgtask.promote_tenants's query inline too: a call of
   -- that function (its own settings set and restored, its statement prepared in its own frame)
@@ -389,8 +396,16 @@ BEGIN
       RETURNING t.queue, t.run_at
     )
     SELECT array_agg(p.queue), array_agg(p.run_at) INTO v_woken, v_run_ats FROM promoted p;
+    -- pgtask.wake_queues wakes nobody for a due head in a queue of the completing worker (it claims
+    -- again itself): that common case is told here without the call
     IF v_woken IS NOT NULL THEN
-      PERFORM pgtask.wake_queues(v_woken, v_run_ats);
+      v_own := current_setting('pgtask.worker_queues', true);
+      FOR i IN 1 .. array_length(v_woken, 1) LOOP
+        IF v_run_ats[i] > clock_timestamp() OR NOT coalesce(strpos(v_own, ',' || v_woken[i] || ',') > 0, false) THEN
+          PERFORM pgtask.wake_queues(v_woken, v_run_ats);
+          EXIT;
+        END IF;
+      END LOOP;
     END IF;
   END IF;
   -- weighted fair share (db/R__02b_fair_share.sql): the new heads' places, after the passes of the

@@ -40,7 +40,8 @@ public final class TaskSql {
    * {@code SET LOCAL} ends with the claim's transaction; the pooled connection keeps nothing of it.
    */
   public static final String GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan;\n"
-      + "SET LOCAL enable_seqscan = off;\nSET LOCAL jit = off";
+      + "SET LOCAL enable_seqscan = off;\nSET LOCAL enable_bitmapscan = off;\nSET LOCAL enable_sort = off;\n"
+      + "SET LOCAL jit = off";
 
   /** The sequence whose currval() carries the claim's head id to the re-lock sent after it. */
   public static final String HEAD_ID_SEQUENCE = "pgtask.claim_head_id";
