@@ -18,6 +18,7 @@ import java.util.Base64;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -46,14 +47,22 @@ class DashboardSecurityMountTest {
 
   static TestDatabase db;
 
+  static final boolean SPRING_SECURITY =
+      ClassUtils.isPresent("org.springframework.security.web.SecurityFilterChain", null);
+
   @BeforeAll
   static void database() {
-    boolean present = ClassUtils.isPresent("org.springframework.security.web.SecurityFilterChain", null);
-    if (!present && Boolean.getBoolean("pgtask.test.springSecurity")) {
+    if (!SPRING_SECURITY && Boolean.getBoolean("pgtask.test.springSecurity")) {
       throw new IllegalStateException("the spring-security test run has no Spring Security on its classpath: see pom.xml");
     }
-    assumeTrue(present, "Spring Security is not on this run's classpath: the spring-security test run runs this class");
-    db = TestDatabase.create("spring_security_dashboard");
+    if (SPRING_SECURITY) {
+      db = TestDatabase.create("spring_security_dashboard");
+    }
+  }
+
+  @BeforeEach
+  void springSecurityPresent() {
+    assumeTrue(SPRING_SECURITY, "Spring Security is not on this run's classpath: the spring-security test run runs this class");
   }
 
   @AfterAll
