@@ -210,21 +210,39 @@ $$;
 -- or delete every task): kind, queue, state (as pgtask.tasks names it: scheduled, waiting,
 -- available, running, retryable, completed, cancelled, discarded), tenant (its name), error_like
 -- (a LIKE pattern over last_error, the last entry of the task's error history; a completed task
--- has none) and since (a positive interval: tasks whose last activity, when they finished, else
+-- has none), since (a positive interval: tasks whose last activity, when they finished, else
 -- when their last attempt started, else when they were enqueued, lies within it, by the database
--- clock). A bad filter is refused with SQLSTATE 22023 and the constraint name task_filter_required,
--- task_filter_state or task_filter_since.
+-- clock) and the range active_from (inclusive) .. active_until (exclusive) of instants that last
+-- activity lies in (either end may be left open). A bad filter is refused with SQLSTATE 22023 and
+-- the constraint name task_filter_required, task_filter_state, task_filter_since or
+-- task_filter_range (active_from not before active_until).
+
+-- Refuses a time range whose start is not before its end (SQLSTATE 22023, constraint
+-- task_filter_range); true otherwise, so that a read can use it as a condition checked once.
+CREATE OR REPLACE FUNCTION pgtask.check_task_range(p_action text, p_from timestamptz, p_until timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF p_from IS NOT NULL AND p_until IS NOT NULL AND p_from >= p_until THEN
+    RAISE EXCEPTION 'pgtask: cannot % tasks: active_from must be before active_until (got % and %)',
+      p_action, p_from, p_until USING ERRCODE = 'invalid_parameter_value', CONSTRAINT = 'task_filter_range';
+  END IF;
+  RETURN true;
+END
+$$;
 
 -- Refuses a bad filter of a bulk operation (see above).
 CREATE OR REPLACE FUNCTION pgtask.check_task_filter(p_action text, p_kind text, p_queue text, p_state text,
-    p_tenant text, p_error_like text, p_since interval) RETURNS void
+    p_tenant text, p_error_like text, p_since interval, p_from timestamptz, p_until timestamptz) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF p_kind IS NULL AND p_queue IS NULL AND p_state IS NULL AND p_tenant IS NULL AND p_error_like IS NULL
-     AND p_since IS NULL THEN
-    RAISE EXCEPTION 'pgtask: cannot % tasks without a filter: give at least one of kind, queue, state, tenant, error_like, since',
+     AND p_since IS NULL AND p_from IS NULL AND p_until IS NULL THEN
+    RAISE EXCEPTION 'pgtask: cannot % tasks without a filter: give at least one of kind, queue, state, tenant, error_like, since, active_from, active_until',
       p_action USING ERRCODE = 'invalid_parameter_value', CONSTRAINT = 'task_filter_required';
   END IF;
   IF p_state IS NOT NULL AND p_state NOT IN ('pending', 'scheduled', 'waiting', 'available', 'running', 'retryable', 'completed',
@@ -236,13 +254,16 @@ BEGIN
     RAISE EXCEPTION 'pgtask: cannot % tasks: since must be a positive interval, e.g. interval ''1 hour'' (got %)',
       p_action, p_since USING ERRCODE = 'invalid_parameter_value', CONSTRAINT = 'task_filter_since';
   END IF;
+  PERFORM pgtask.check_task_range(p_action, p_from, p_until);
 END
 $$;
+SELECT pgtask.replace_function('pgtask.check_task_filter(text, text, text, text, text, text, interval)',
+  'pgtask.check_task_filter(text, text, text, text, text, text, interval, timestamptz, timestamptz)');
 
 -- The tasks a bulk operation's filters match (see above), with their state as operators name it.
 -- Locks: none (the operations lock what they change themselves).
 CREATE OR REPLACE FUNCTION pgtask.filter_tasks(p_kind text, p_queue text, p_state text, p_tenant text,
-    p_error_like text, p_since interval)
+    p_error_like text, p_since interval, p_from timestamptz, p_until timestamptz)
 RETURNS TABLE (id bigint, op_state text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -257,9 +278,13 @@ AS $$
       AND (p_tenant IS NULL OR t.tenant_id = (SELECT tn.id FROM pgtask.tenant tn WHERE tn.name = p_tenant))
       AND (p_error_like IS NULL OR (t.state <> 'completed' AND (t.errors -> -1 ->> 'error') LIKE p_error_like))
       AND (p_since IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) >= now() - p_since)
+      AND (p_from IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) >= p_from)
+      AND (p_until IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) < p_until)
   ) f
   WHERE p_state IS NULL OR f.op_state = p_state
 $$;
+SELECT pgtask.replace_function('pgtask.filter_tasks(text, text, text, text, text, interval)',
+  'pgtask.filter_tasks(text, text, text, text, text, interval, timestamptz, timestamptz)');
 
 -- Retries every matched task that retry_task would retry: retryable, discarded or cancelled, made
 -- available now with at least one attempt left. A retried task of a tenant waits behind its
@@ -268,7 +293,8 @@ $$;
 -- transaction holds, and a finished task whose dedupe key another unfinished task holds (or another
 -- retried task with a lower id takes).
 CREATE OR REPLACE FUNCTION pgtask.retry_tasks(kind text DEFAULT NULL, queue text DEFAULT NULL, state text DEFAULT NULL,
-    tenant text DEFAULT NULL, error_like text DEFAULT NULL, since interval DEFAULT NULL, dry_run boolean DEFAULT false)
+    tenant text DEFAULT NULL, error_like text DEFAULT NULL, since interval DEFAULT NULL, dry_run boolean DEFAULT false,
+    active_from timestamptz DEFAULT NULL, active_until timestamptz DEFAULT NULL)
 RETURNS TABLE (task_state text, changed bigint, skipped bigint)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -278,12 +304,12 @@ DECLARE
   p_dry boolean := coalesce(retry_tasks.dry_run, false);
 BEGIN
   PERFORM pgtask.check_task_filter('retry', retry_tasks.kind, retry_tasks.queue, retry_tasks.state, retry_tasks.tenant,
-    retry_tasks.error_like, retry_tasks.since);
+    retry_tasks.error_like, retry_tasks.since, retry_tasks.active_from, retry_tasks.active_until);
   BEGIN
     RETURN QUERY
     WITH m AS (
       SELECT f.id, f.op_state FROM pgtask.filter_tasks(retry_tasks.kind, retry_tasks.queue, retry_tasks.state,
-        retry_tasks.tenant, retry_tasks.error_like, retry_tasks.since) f
+        retry_tasks.tenant, retry_tasks.error_like, retry_tasks.since, retry_tasks.active_from, retry_tasks.active_until) f
     ), c AS (
       -- what retry_task may retry, ranked per tenant and queue (finished ones) and per dedupe key
       SELECT t.id, t.state AS was,
@@ -324,6 +350,8 @@ BEGIN
   END;
 END
 $$;
+SELECT pgtask.replace_function('pgtask.retry_tasks(text, text, text, text, text, interval, boolean)',
+  'pgtask.retry_tasks(text, text, text, text, text, interval, boolean, timestamptz, timestamptz)');
 
 -- Cancels every matched task that cancel_task would cancel, as cancel_task does: a queued one
 -- (scheduled, waiting, available, retryable) at once; a running one whose row its executing worker
@@ -333,7 +361,8 @@ $$;
 -- once, its attempt recorded as cancelled, and its worker told. changed counts both. Skipped:
 -- finished tasks, and queued ones another transaction holds right now.
 CREATE OR REPLACE FUNCTION pgtask.cancel_tasks(kind text DEFAULT NULL, queue text DEFAULT NULL, state text DEFAULT NULL,
-    tenant text DEFAULT NULL, error_like text DEFAULT NULL, since interval DEFAULT NULL, dry_run boolean DEFAULT false)
+    tenant text DEFAULT NULL, error_like text DEFAULT NULL, since interval DEFAULT NULL, dry_run boolean DEFAULT false,
+    active_from timestamptz DEFAULT NULL, active_until timestamptz DEFAULT NULL)
 RETURNS TABLE (task_state text, changed bigint, skipped bigint)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -343,12 +372,12 @@ DECLARE
   p_dry boolean := coalesce(cancel_tasks.dry_run, false);
 BEGIN
   PERFORM pgtask.check_task_filter('cancel', cancel_tasks.kind, cancel_tasks.queue, cancel_tasks.state,
-    cancel_tasks.tenant, cancel_tasks.error_like, cancel_tasks.since);
+    cancel_tasks.tenant, cancel_tasks.error_like, cancel_tasks.since, cancel_tasks.active_from, cancel_tasks.active_until);
   RETURN QUERY
   WITH m AS (
     SELECT f.id, f.op_state, t.state AS was, t.attempt
     FROM pgtask.filter_tasks(cancel_tasks.kind, cancel_tasks.queue, cancel_tasks.state, cancel_tasks.tenant,
-      cancel_tasks.error_like, cancel_tasks.since) f
+      cancel_tasks.error_like, cancel_tasks.since, cancel_tasks.active_from, cancel_tasks.active_until) f
     JOIN pgtask.task t ON t.id = f.id
   ), l AS (
     SELECT t.id, t.state AS was FROM pgtask.task t
@@ -395,12 +424,15 @@ BEGIN
   GROUP BY m.op_state ORDER BY m.op_state;
 END
 $$;
+SELECT pgtask.replace_function('pgtask.cancel_tasks(text, text, text, text, text, interval, boolean)',
+  'pgtask.cancel_tasks(text, text, text, text, text, interval, boolean, timestamptz, timestamptz)');
 
 -- Deletes every matched task that delete_task would delete: every task that is not running (a
 -- running one must be cancelled first). Its attempt history goes with it. Skipped: running tasks,
 -- and tasks another transaction holds right now.
 CREATE OR REPLACE FUNCTION pgtask.delete_tasks(kind text DEFAULT NULL, queue text DEFAULT NULL, state text DEFAULT NULL,
-    tenant text DEFAULT NULL, error_like text DEFAULT NULL, since interval DEFAULT NULL, dry_run boolean DEFAULT false)
+    tenant text DEFAULT NULL, error_like text DEFAULT NULL, since interval DEFAULT NULL, dry_run boolean DEFAULT false,
+    active_from timestamptz DEFAULT NULL, active_until timestamptz DEFAULT NULL)
 RETURNS TABLE (task_state text, changed bigint, skipped bigint)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -410,11 +442,11 @@ DECLARE
   p_dry boolean := coalesce(delete_tasks.dry_run, false);
 BEGIN
   PERFORM pgtask.check_task_filter('delete', delete_tasks.kind, delete_tasks.queue, delete_tasks.state,
-    delete_tasks.tenant, delete_tasks.error_like, delete_tasks.since);
+    delete_tasks.tenant, delete_tasks.error_like, delete_tasks.since, delete_tasks.active_from, delete_tasks.active_until);
   RETURN QUERY
   WITH m AS (
     SELECT f.id, f.op_state FROM pgtask.filter_tasks(delete_tasks.kind, delete_tasks.queue, delete_tasks.state,
-      delete_tasks.tenant, delete_tasks.error_like, delete_tasks.since) f
+      delete_tasks.tenant, delete_tasks.error_like, delete_tasks.since, delete_tasks.active_from, delete_tasks.active_until) f
   ), l AS (
     SELECT t.id FROM pgtask.task t
     WHERE t.id IN (SELECT m.id FROM m WHERE m.op_state <> 'running') AND t.state <> 'running' AND NOT p_dry
@@ -428,3 +460,10 @@ BEGIN
   FROM m GROUP BY m.op_state ORDER BY m.op_state;
 END
 $$;
+SELECT pgtask.replace_function('pgtask.delete_tasks(text, text, text, text, text, interval, boolean)',
+  'pgtask.delete_tasks(text, text, text, text, text, interval, boolean, timestamptz, timestamptz)');
+
+-- On an upgrade R__06_privileges does not run again (its text is unchanged), and a function is
+-- executable by PUBLIC when created: the functions this file created take it back here, as every
+-- function of the schema does in R__06 on a new install.
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA pgtask FROM PUBLIC;

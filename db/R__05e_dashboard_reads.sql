@@ -5,13 +5,15 @@
 
 -- One page of tasks, newest first: at most p_limit (1 to 500) tasks with an id below p_before_id
 -- (NULL: from the newest), of p_kind, p_queue, in p_state (as pgtask.tasks names it), of p_tenant,
--- whose last error matches the LIKE pattern p_error_like, active within p_since (finished, else
--- last started, else enqueued), each filter applied when not NULL. Walks the primary key backwards
+-- whose last error matches the LIKE pattern p_error_like, active within p_since, active from p_from
+-- (inclusive) until p_until (exclusive) (their last activity: finished, else last started, else
+-- enqueued), each filter applied when not NULL; a p_from not before p_until is refused as the bulk
+-- operations refuse it (SQLSTATE 22023, constraint task_filter_range). Walks the primary key backwards
 -- from p_before_id, so a page costs the rows it skips over, never a sort of the table; the caller's
 -- statement_timeout bounds a filter that matches nothing. The next page is the one before the last
 -- id returned.
 CREATE OR REPLACE FUNCTION pgtask.task_page(p_kind text, p_queue text, p_state text, p_tenant text,
-    p_error_like text, p_since interval, p_before_id bigint, p_limit integer)
+    p_error_like text, p_since interval, p_from timestamptz, p_until timestamptz, p_before_id bigint, p_limit integer)
 RETURNS TABLE (id bigint, kind text, queue text, tenant text, state text, priority integer, attempt integer,
     max_attempts integer, run_at timestamptz, created_at timestamptz, finished_at timestamptz, last_error text)
 LANGUAGE sql STABLE
@@ -31,6 +33,8 @@ AS $$
       AND (p_queue IS NULL OR t.queue = p_queue)
       AND (p_tenant IS NULL OR t.tenant_id = (SELECT tn.id FROM pgtask.tenant tn WHERE tn.name = p_tenant))
       AND (p_since IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) >= now() - p_since)
+      AND (p_from IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) >= p_from)
+      AND (p_until IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) < p_until)
       -- a completed task shows no error: passed over before its errors are read (the walk through
       -- 1,000,000 mostly completed tasks for an error text took 687 ms reading every one's errors)
       AND (p_error_like IS NULL OR (t.state <> 'completed' AND t.errors IS NOT NULL))
@@ -39,16 +43,21 @@ AS $$
   ) f
   WHERE (p_state IS NULL OR f.op_state = p_state)
     AND (p_error_like IS NULL OR f.last_error LIKE p_error_like)
+    AND pgtask.check_task_range('list', p_from, p_until) -- no column: checked once, before the walk
   ORDER BY f.id DESC
   LIMIT greatest(1, least(coalesce(p_limit, 50), 500))
 $$;
+SELECT pgtask.replace_function('pgtask.task_page(text, text, text, text, text, interval, bigint, integer)',
+  'pgtask.task_page(text, text, text, text, text, interval, timestamptz, timestamptz, bigint, integer)');
 
 -- The errors of the tasks that failed and wait for a retry or were discarded, grouped by kind and
 -- the first line of their last error, most tasks first, at most p_limit (1 to 500) groups: how many
 -- tasks, how many of them retryable and discarded, and when the group was first and last seen (the
--- task's last activity: finished, else last started). Only tasks active within p_since when it is
--- not NULL. Reads every such task once (no index covers a task's last error).
-CREATE OR REPLACE FUNCTION pgtask.error_groups(p_since interval, p_limit integer)
+-- task's last activity: finished, else last started). Only tasks active within p_since, and from
+-- p_from (inclusive) until p_until (exclusive), each when it is not NULL (a p_from not before p_until:
+-- task_filter_range, as task_page). Reads every such task once (no index covers a task's last error).
+CREATE OR REPLACE FUNCTION pgtask.error_groups(p_since interval, p_from timestamptz, p_until timestamptz,
+    p_limit integer)
 RETURNS TABLE (kind text, error text, tasks bigint, retryable bigint, discarded bigint, first_seen timestamptz,
     last_seen timestamptz)
 LANGUAGE sql STABLE
@@ -62,10 +71,15 @@ AS $$
   FROM pgtask.task t
   WHERE t.state IN ('retryable', 'discarded') AND t.errors IS NOT NULL
     AND (p_since IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) >= now() - p_since)
+    AND (p_from IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) >= p_from)
+    AND (p_until IS NULL OR coalesce(t.finished_at, t.attempted_at, t.created_at) < p_until)
+    AND pgtask.check_task_range('group the errors of', p_from, p_until) -- no column: checked once, before the read
   GROUP BY 1, 2
   ORDER BY 3 DESC, 1, 2
   LIMIT greatest(1, least(coalesce(p_limit, 100), 500))
 $$;
+SELECT pgtask.replace_function('pgtask.error_groups(interval, integer)',
+  'pgtask.error_groups(interval, timestamptz, timestamptz, integer)');
 
 -- Finished tasks per minute over the last p_minutes minutes (1 to 1440), oldest first, one row per
 -- minute that finished any: completed, discarded and cancelled (the ones retention has not yet
@@ -146,6 +160,6 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgtask.queue_depth() FROM PUBLIC;
 
 -- On an upgrade R__06 does not run again (its text is unchanged): take PUBLIC's EXECUTE back here.
-REVOKE EXECUTE ON FUNCTION pgtask.task_page(text, text, text, text, text, interval, bigint, integer) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION pgtask.error_groups(interval, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION pgtask.task_page(text, text, text, text, text, interval, timestamptz, timestamptz, bigint, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION pgtask.error_groups(interval, timestamptz, timestamptz, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pgtask.throughput(integer) FROM PUBLIC;

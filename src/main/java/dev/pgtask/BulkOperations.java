@@ -41,10 +41,11 @@ final class BulkOperations {
   private BulkResult run(String action, TaskFilter filter, boolean dryRun) {
     if (filter == null || filter.isEmpty()) {
       throw new IllegalArgumentException("pgtask: cannot " + action + " tasks without a filter: set at least one of "
-          + "kind, queue, state, tenant, errorLike, since");
+          + "kind, queue, state, tenant, errorLike, since, from, until");
     }
     OperationQueries.Filter f = new OperationQueries.Filter(filter.kind(), filter.queue(),
-        filter.state() == null ? null : filter.state().sqlName(), filter.tenant(), filter.errorLike(), filter.since());
+        filter.state() == null ? null : filter.state().sqlName(), filter.tenant(), filter.errorLike(), filter.since(),
+        filter.from(), filter.until());
     List<OperationQueries.Counted> rows = Failures.call(action + " tasks",
         () -> BOUNDS.inTransaction(dataSource, dsl -> switch (action) {
           case "retry" -> OperationQueries.retryTasks(dsl, f, dryRun);

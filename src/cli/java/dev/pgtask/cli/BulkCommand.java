@@ -6,6 +6,7 @@ import dev.pgtask.TaskFilter;
 import dev.pgtask.TaskState;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Locale;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
@@ -17,6 +18,9 @@ import picocli.CommandLine.Option;
  * of the matched tasks (changed, skipped) with the totals, or as JSON.
  */
 final class BulkCommand {
+
+  /** The filter options, as the usage errors name them. */
+  static final String FILTERS = "--kind, --queue, --state, --tenant, --error-like, --since, --from, --until";
 
   private BulkCommand() {}
 
@@ -43,17 +47,34 @@ final class BulkCommand {
         description = "Tasks active within this long before now (finished, else last started, else enqueued), e.g. 1h, 30m.")
     Duration since;
 
+    @Option(names = "--from", paramLabel = "INSTANT", converter = InstantConverter.class,
+        description = "Tasks last active at or after this instant (inclusive), ISO-8601 with a zone or offset, "
+            + "e.g. 2026-12-04T10:00:00Z.")
+    Instant from;
+
+    @Option(names = "--until", paramLabel = "INSTANT", converter = InstantConverter.class,
+        description = "Tasks last active before this instant (exclusive), e.g. 2026-12-04T11:00:00Z; after --from.")
+    Instant until;
+
     @Option(names = "--dry-run", description = "Change nothing: print what the operation would change, per state.")
     boolean dryRun;
 
     /** Whether any filter (or --dry-run) is given. */
     boolean any() {
       return kind != null || queue != null || state != null || tenant != null || errorLike != null || since != null
-          || dryRun;
+          || from != null || until != null || dryRun;
     }
 
-    TaskFilter filter() {
-      return new TaskFilter(kind, queue, state, tenant, errorLike, since);
+    /** The filter; a bad one (a --since not positive, a --from not before --until) is a usage error. */
+    TaskFilter filter(CommandSpec spec) {
+      if (since != null && (since.isZero() || since.isNegative())) {
+        throw new CommandLine.ParameterException(spec.commandLine(), "--since must be positive, e.g. 1h");
+      }
+      if (from != null && until != null && !from.isBefore(until)) {
+        throw new CommandLine.ParameterException(spec.commandLine(), "--from must be before --until (--from is "
+            + "inclusive, --until exclusive): --from " + from + ", --until " + until);
+      }
+      return new TaskFilter(kind, queue, state, tenant, errorLike, since, from, until);
     }
   }
 
@@ -68,15 +89,12 @@ final class BulkCommand {
     String name = spec.name();
     if (id != null) {
       throw new CommandLine.ParameterException(spec.commandLine(),
-          "give either a task ID or filters (--kind, --queue, --state, --tenant, --error-like, --since), not both");
+          "give either a task ID or filters (" + FILTERS + "), not both");
     }
-    TaskFilter filter = filters.filter();
+    TaskFilter filter = filters.filter(spec);
     if (filter.isEmpty()) {
-      throw new CommandLine.ParameterException(spec.commandLine(), "give a task ID, or at least one filter (--kind, "
-          + "--queue, --state, --tenant, --error-like, --since): " + name + " never applies to every task at once");
-    }
-    if (filter.since() != null && (filter.since().isZero() || filter.since().isNegative())) {
-      throw new CommandLine.ParameterException(spec.commandLine(), "--since must be positive, e.g. 1h");
+      throw new CommandLine.ParameterException(spec.commandLine(), "give a task ID, or at least one filter (" + FILTERS
+          + "): " + name + " never applies to every task at once");
     }
     BulkResult r;
     try (OpsDatabase db = OpsDatabase.open(connection, "pgtask " + name)) {

@@ -8,8 +8,6 @@ import dev.pgtask.PgTask;
 import dev.pgtask.TaskOptions;
 import java.io.PrintWriter;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.format.DateTimeParseException;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -43,7 +41,7 @@ public final class EnqueueCommand implements Callable<Integer> {
       description = "The tenant: tasks of one tenant never run at the same time. Default: none.")
   String tenant;
 
-  @Option(names = "--run-at", paramLabel = "ISO-8601", converter = RunAtConverter.class,
+  @Option(names = "--run-at", paramLabel = "ISO-8601", converter = InstantConverter.class,
       description = "Run no earlier than this instant, with its zone: 2030-01-31T09:00:00Z or 2030-01-31T10:00+01:00.")
   Instant runAt;
 
@@ -123,24 +121,5 @@ public final class EnqueueCommand implements Callable<Integer> {
           + ", e.g. --payload '{\"invoice\": 42}'");
     }
     return node;
-  }
-
-  /** ISO-8601 instants with a zone or offset; a local time is refused as ambiguous. */
-  static final class RunAtConverter implements CommandLine.ITypeConverter<Instant> {
-    @Override
-    public Instant convert(String value) {
-      String v = value.trim();
-      try {
-        return Instant.parse(v);
-      } catch (DateTimeParseException e) {
-        // try with an offset
-      }
-      try {
-        return OffsetDateTime.parse(v).toInstant();
-      } catch (DateTimeParseException e) {
-        throw new CommandLine.TypeConversionException("'" + value
-            + "' is not an ISO-8601 instant with a zone or offset, e.g. 2030-01-31T09:00:00Z or 2030-01-31T10:00:00+01:00");
-      }
-    }
   }
 }

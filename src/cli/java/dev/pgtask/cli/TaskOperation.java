@@ -19,7 +19,7 @@ import picocli.CommandLine.Spec;
  * them waits on a running task. Exit codes: 4 no such task, 5 the task is running (or another
  * transaction holds it), 6 the task's state does not allow it. Without an ID, with filters instead
  * ({@code --kind}, {@code --queue}, {@code --state}, {@code --tenant}, {@code --error-like},
- * {@code --since}): the same operation on every task they match, in one statement
+ * {@code --since}, {@code --from}, {@code --until}): the same operation on every task they match, in one statement
  * ({@link PgTask#retryTasks} and its siblings), with {@code --dry-run} to see first what it would
  * change ({@link BulkCommand} prints it).
  */

@@ -70,7 +70,8 @@ final class BulkPage {
   private static Filters filters(Map<String, String> params) {
     Filters f = Filters.of(params);
     if (f.isEmpty()) {
-      throw new BadRequest("a bulk operation needs at least one filter (queue, kind, state, tenant, error, since): "
+      throw new BadRequest("a bulk operation needs at least one filter (queue, kind, state, tenant, error, since, from, "
+          + "until): "
           + "it never applies to every task at once");
     }
     return f;
@@ -89,7 +90,9 @@ final class BulkPage {
     h.el("p", "Tasks" + (t.queue() == null ? "" : " of queue " + t.queue()) + (t.kind() == null ? "" : " of kind "
         + t.kind()) + (t.state() == null ? "" : " in state " + t.state().sqlName()) + (t.tenant() == null ? ""
         : " of tenant " + t.tenant()) + (t.errorLike() == null ? "" : " whose last error is like " + t.errorLike())
-        + (f.since() == null ? "" : " active within " + f.since()), "id", "bulk-filter");
+        + (f.since() == null ? "" : " active within " + f.since())
+        + (f.from() == null ? "" : " active from " + f.fromText() + " UTC")
+        + (f.until() == null ? "" : " active until " + f.untilText() + " UTC (exclusive)"), "id", "bulk-filter");
   }
 
   private static void table(Html h, BulkResult r) {

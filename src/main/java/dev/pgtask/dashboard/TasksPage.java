@@ -64,6 +64,8 @@ final class TasksPage {
     input(h, "tenant", "Tenant", f.tenant());
     input(h, "error", "Error contains", f.error());
     input(h, "since", "Active within (30m, 1h, 7d)", f.since());
+    dateTime(h, "from", "Active from (UTC)", f.fromText());
+    dateTime(h, "until", "Active until (UTC, exclusive)", f.untilText());
     if (f.errorLike() != null) {
       h.open("input", "type", "hidden", "name", "error_like", "value", f.errorLike());
     }
@@ -72,6 +74,12 @@ final class TasksPage {
 
   private static void input(Html h, String name, String label, String value) {
     h.raw("<label>").text(label).open("input", "name", name, "value", value == null ? "" : value).raw("</label>");
+  }
+
+  /** A {@code datetime-local} input (to the second) for {@code from} or {@code until}, in UTC. */
+  static void dateTime(Html h, String name, String label, String value) {
+    h.raw("<label>").text(label).open("input", "type", "datetime-local", "step", "1", "name", name, "value",
+        value == null ? "" : value).raw("</label>");
   }
 
   private static void bulkLink(PageContext ctx, Html h, Filters f, String action, DashboardAction a) {

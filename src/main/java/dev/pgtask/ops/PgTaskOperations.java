@@ -9,6 +9,7 @@ import dev.pgtask.internal.sql.OperatorViews;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -175,8 +176,8 @@ public final class PgTaskOperations {
     }
     dev.pgtask.TaskFilter f = filter == null ? dev.pgtask.TaskFilter.matching() : filter;
     return read("pgtask.task_page", c -> views.taskPage(c, f.kind(), f.queue(),
-        f.state() == null ? null : f.state().sqlName(), f.tenant(), f.errorLike(), seconds(f.since()), beforeId,
-        limit));
+        f.state() == null ? null : f.state().sqlName(), f.tenant(), f.errorLike(), seconds(f.since()), f.from(),
+        f.until(), beforeId, limit));
   }
 
   /**
@@ -185,10 +186,26 @@ public final class PgTaskOperations {
    * when it is not null ({@code pgtask.error_groups}).
    */
   public List<ErrorGroup> errorGroups(Duration since, int limit) {
+    return errorGroups(since, null, null, limit);
+  }
+
+  /**
+   * The error groups of {@link #errorGroups(Duration, int)}, only of the tasks whose last activity
+   * (finished, else last started) is at or after {@code from} and before {@code until}, each end
+   * when it is not null.
+   *
+   * @throws IllegalArgumentException {@code from} is not before {@code until}, or {@code limit} is not
+   *     between 1 and 500
+   */
+  public List<ErrorGroup> errorGroups(Duration since, Instant from, Instant until, int limit) {
     if (limit < 1 || limit > 500) {
       throw new IllegalArgumentException("limit must be between 1 and 500: " + limit);
     }
-    return read("pgtask.error_groups", c -> views.errorGroups(c, seconds(since), limit));
+    if (from != null && until != null && !from.isBefore(until)) {
+      throw new IllegalArgumentException("from must be before until (from is inclusive, until exclusive): from "
+          + from + ", until " + until);
+    }
+    return read("pgtask.error_groups", c -> views.errorGroups(c, seconds(since), from, until, limit));
   }
 
   /**

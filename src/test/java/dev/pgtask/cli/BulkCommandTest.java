@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.pgtask.testsupport.QueueDatabase;
+import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -56,6 +57,32 @@ class BulkCommandTest {
     assertThat(json.get("dry_run").asBoolean()).isTrue();
     assertThat(json.get("changed").asLong()).isEqualTo(5);
     assertThat(json.get("states").get(0).get("state").asText()).isEqualTo("available");
+  }
+
+  @Test
+  void fromAndUntilChooseTheTasksLastActiveInTheRangeAndABadRangeIsAUsageError() throws Exception {
+    String url = queue.database().fullUrl();
+    queue.sql().exec("UPDATE pgtask.task SET finished_at = timestamptz '2026-12-04 10:00:00+00' + (id - (SELECT min(id) FROM pgtask.task)) "
+        + "* interval '30 minutes' WHERE state = 'discarded'"); // 10:00, 10:30, 11:00
+    CliRun dry = CliRun.of("retry", "--from", "2026-12-04T10:00:00Z", "--until", "2026-12-04T12:00:00+01:00", "--dry-run",
+        "--url", url);
+    assertThat(dry.exitCode()).as("stderr: %s", dry.err()).isEqualTo(ExitCodes.OK);
+    assertThat(dry.out()).as("10:00 and 10:30, not 11:00 (until is exclusive)").containsPattern("discarded\\s+2\\s+0")
+        .contains("dry run: 2 task(s) would be retried, 0 skipped; nothing changed");
+    String before = states();
+    for (String[] bad : new String[][] {
+        {"--from", "2026-12-04T10:00", "'2026-12-04T10:00' is not an ISO-8601 instant with a zone or offset"},
+        {"--until", "yesterday", "'yesterday' is not an ISO-8601 instant"},
+        {"--from", "2026-12-04T11:00:00Z --until 2026-12-04T10:00:00Z", "--from must be before --until"}}) {
+      List<String> args = new java.util.ArrayList<>(List.of("delete"));
+      args.add(bad[0]);
+      args.addAll(List.of(bad[1].split(" ")));
+      args.addAll(List.of("--url", url));
+      CliRun r = CliRun.of(args.toArray(String[]::new));
+      assertThat(r.exitCode()).as(String.join(" ", args)).isEqualTo(ExitCodes.USAGE);
+      assertThat(r.err()).as(String.join(" ", args)).contains(bad[2]);
+    }
+    assertThat(states()).as("after the refused commands").isEqualTo(before);
   }
 
   @Test

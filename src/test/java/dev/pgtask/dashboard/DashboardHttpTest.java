@@ -81,7 +81,9 @@ class DashboardHttpTest {
   void pagesAnswer200AndBadInputAnswersByName() throws Exception {
     long id = discardedTask();
     for (String page : new String[] {"/", "/tasks", "/tasks/" + id, "/running", "/errors", "/tenants", "/schedules",
-        "/workers", "/limits", "/tasks?state=discarded&kind=http.task&since=1h&error=bo"}) {
+        "/workers", "/limits", "/tasks?state=discarded&kind=http.task&since=1h&error=bo",
+        "/tasks?from=2026-12-04T10:00&until=2026-12-04T11:00:30", "/tasks?from=2026-12-04T10:00:00Z",
+        "/errors?from=2026-12-04T10:00&until=2026-12-04T11:00"}) {
       HttpResponse<String> r = get(readOnly, page);
       assertThat(r.statusCode()).as(page).isEqualTo(200);
       assertThat(r.headers().firstValue("Content-Security-Policy")).as(page).hasValueSatisfying(
@@ -95,6 +97,15 @@ class DashboardHttpTest {
     assertThat(badState.statusCode()).isEqualTo(400);
     assertThat(badState.body()).contains("state must be one of");
     assertThat(get(readOnly, "/tasks?since=soon").statusCode()).isEqualTo(400);
+    for (String badRange : new String[] {"/tasks?from=2026-02-30T10:00", "/tasks?until=soon", "/errors?from=10:00",
+        "/tasks?from=2026-12-04"}) {
+      HttpResponse<String> r = get(readOnly, badRange);
+      assertThat(r.statusCode()).as(badRange).isEqualTo(400);
+      assertThat(r.body()).as(badRange).containsPattern("(from|until) must be a date and time in UTC");
+    }
+    HttpResponse<String> reversed = get(readOnly, "/tasks?from=2026-12-04T11:00&until=2026-12-04T10:00");
+    assertThat(reversed.statusCode()).isEqualTo(400);
+    assertThat(reversed.body()).contains("from must be before until");
     assertThat(get(readOnly, "/tasks/abc").statusCode()).isEqualTo(400);
     assertThat(HTTP.send(HttpRequest.newBuilder(URI.create(readOnly.url())).method("PUT",
         HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(405);
@@ -142,7 +153,8 @@ class DashboardHttpTest {
   @Test
   void everyReadRunsInAReadOnlyTransaction() throws Exception {
     // the errors page's read, replaced by one that writes: the page fails and nothing is written
-    queue.sql().exec("CREATE OR REPLACE FUNCTION pgtask.error_groups(p_since interval, p_limit integer) "
+    queue.sql().exec("CREATE OR REPLACE FUNCTION pgtask.error_groups(p_since interval, p_from timestamptz, "
+        + "p_until timestamptz, p_limit integer) "
         + "RETURNS TABLE (kind text, error text, tasks bigint, retryable bigint, discarded bigint, "
         + "first_seen timestamptz, last_seen timestamptz) LANGUAGE plpgsql AS $$ BEGIN "
         + "INSERT INTO public.write_probe VALUES (1); RETURN; END $$");

@@ -37,7 +37,7 @@ public final class OperationQueries {
 
   /** The filters of a bulk operation, as {@code pgtask.retry_tasks} and its siblings take them. */
   public record Filter(String kind, String queue, String state, String tenant, String errorLike,
-      java.time.Duration since) {
+      java.time.Duration since, Instant activeFrom, Instant activeUntil) {
     org.jooq.types.YearToSecond interval() {
       return since == null ? null : org.jooq.types.YearToSecond.valueOf(since);
     }
@@ -49,7 +49,7 @@ public final class OperationQueries {
   /** {@code pgtask.retry_tasks}. Locks: the matched rows it retries (SKIP LOCKED). */
   public static java.util.List<Counted> retryTasks(DSLContext dsl, Filter f, boolean dryRun) {
     var t = dev.pgtask.internal.sql.gen.Tables.RETRY_TASKS(f.kind(), f.queue(), f.state(), f.tenant(), f.errorLike(),
-        f.interval(), dryRun);
+        f.interval(), dryRun, f.activeFrom(), f.activeUntil());
     return dsl.selectFrom(t).fetch(r -> new Counted(r.getTaskState(), r.getChanged(), r.getSkipped()));
   }
 
@@ -59,14 +59,14 @@ public final class OperationQueries {
    */
   public static java.util.List<Counted> cancelTasks(DSLContext dsl, Filter f, boolean dryRun) {
     var t = dev.pgtask.internal.sql.gen.Tables.CANCEL_TASKS(f.kind(), f.queue(), f.state(), f.tenant(), f.errorLike(),
-        f.interval(), dryRun);
+        f.interval(), dryRun, f.activeFrom(), f.activeUntil());
     return dsl.selectFrom(t).fetch(r -> new Counted(r.getTaskState(), r.getChanged(), r.getSkipped()));
   }
 
   /** {@code pgtask.delete_tasks}. Locks: the matched rows it deletes (SKIP LOCKED). */
   public static java.util.List<Counted> deleteTasks(DSLContext dsl, Filter f, boolean dryRun) {
     var t = dev.pgtask.internal.sql.gen.Tables.DELETE_TASKS(f.kind(), f.queue(), f.state(), f.tenant(), f.errorLike(),
-        f.interval(), dryRun);
+        f.interval(), dryRun, f.activeFrom(), f.activeUntil());
     return dsl.selectFrom(t).fetch(r -> new Counted(r.getTaskState(), r.getChanged(), r.getSkipped()));
   }
 }

@@ -198,22 +198,25 @@ public final class OperatorViews {
 
   /**
    * One page of {@code pgtask.task_page}: tasks newest first, below {@code beforeId} (null: from the
-   * newest), at most {@code limit}, by the filters that are not null ({@code since} in seconds).
+   * newest), at most {@code limit}, by the filters that are not null ({@code since} in seconds; last
+   * activity from {@code from}, inclusive, until {@code until}, exclusive).
    */
   public List<TaskSummary> taskPage(Connection c, String kind, String queue, String state, String tenant,
-      String errorLike, Double sinceSeconds, Long beforeId, int limit) throws SQLException {
-    return read(c, "task_page(?, ?, ?, ?, ?, make_interval(secs => ?), ?, ?)", "", rs -> new TaskSummary(
+      String errorLike, Double sinceSeconds, Instant from, Instant until, Long beforeId, int limit)
+      throws SQLException {
+    return read(c, "task_page(?, ?, ?, ?, ?, make_interval(secs => ?), ?, ?, ?, ?)", "", rs -> new TaskSummary(
         rs.getLong("id"), rs.getString("kind"), rs.getString("queue"), rs.getString("tenant"), rs.getString("state"),
         rs.getInt("priority"), rs.getInt("attempt"), rs.getInt("max_attempts"), instant(rs, "run_at"),
         instant(rs, "created_at"), instant(rs, "finished_at"), rs.getString("last_error")),
-        kind, queue, state, tenant, errorLike, sinceSeconds, beforeId, limit);
+        kind, queue, state, tenant, errorLike, sinceSeconds, timestamp(from), timestamp(until), beforeId, limit);
   }
 
   /** {@code pgtask.error_groups}: errors by kind and first line, most tasks first. */
-  public List<ErrorGroup> errorGroups(Connection c, Double sinceSeconds, int limit) throws SQLException {
-    return read(c, "error_groups(make_interval(secs => ?), ?)", "", rs -> new ErrorGroup(rs.getString("kind"),
+  public List<ErrorGroup> errorGroups(Connection c, Double sinceSeconds, Instant from, Instant until, int limit)
+      throws SQLException {
+    return read(c, "error_groups(make_interval(secs => ?), ?, ?, ?)", "", rs -> new ErrorGroup(rs.getString("kind"),
         rs.getString("error"), rs.getLong("tasks"), rs.getLong("retryable"), rs.getLong("discarded"),
-        instant(rs, "first_seen"), instant(rs, "last_seen")), sinceSeconds, limit);
+        instant(rs, "first_seen"), instant(rs, "last_seen")), sinceSeconds, timestamp(from), timestamp(until), limit);
   }
 
   /** {@code pgtask.throughput}: finished tasks per minute, oldest first. */
@@ -306,6 +309,11 @@ public final class OperatorViews {
       isResultSet = st.getMoreResults();
     }
     return st.getResultSet();
+  }
+
+  /** {@code instant} as a parameter of type {@code timestamptz}, or null. */
+  private static OffsetDateTime timestamp(Instant instant) {
+    return instant == null ? null : instant.atOffset(java.time.ZoneOffset.UTC);
   }
 
   private static Instant instant(ResultSet rs, String column) throws SQLException {

@@ -100,7 +100,9 @@ public class Pgtask extends SchemaImpl {
      * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
      * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
      * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
-     * boolean DEFAULT false
+     * boolean DEFAULT false, active_from timestamp with time zone DEFAULT
+     * NULL::timestamp with time zone, active_until timestamp with time zone
+     * DEFAULT NULL::timestamp with time zone
      */
     public final CancelTasks CANCEL_TASKS = CancelTasks.CANCEL_TASKS;
 
@@ -116,6 +118,8 @@ public class Pgtask extends SchemaImpl {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
               kind
@@ -125,6 +129,8 @@ public class Pgtask extends SchemaImpl {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -139,6 +145,8 @@ public class Pgtask extends SchemaImpl {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
             kind,
@@ -147,7 +155,9 @@ public class Pgtask extends SchemaImpl {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -162,6 +172,8 @@ public class Pgtask extends SchemaImpl {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
             kind,
@@ -170,7 +182,9 @@ public class Pgtask extends SchemaImpl {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -236,7 +250,9 @@ public class Pgtask extends SchemaImpl {
      * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
      * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
      * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
-     * boolean DEFAULT false
+     * boolean DEFAULT false, active_from timestamp with time zone DEFAULT
+     * NULL::timestamp with time zone, active_until timestamp with time zone
+     * DEFAULT NULL::timestamp with time zone
      */
     public final DeleteTasks DELETE_TASKS = DeleteTasks.DELETE_TASKS;
 
@@ -252,6 +268,8 @@ public class Pgtask extends SchemaImpl {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
               kind
@@ -261,6 +279,8 @@ public class Pgtask extends SchemaImpl {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -275,6 +295,8 @@ public class Pgtask extends SchemaImpl {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
             kind,
@@ -283,7 +305,9 @@ public class Pgtask extends SchemaImpl {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -298,6 +322,8 @@ public class Pgtask extends SchemaImpl {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
             kind,
@@ -306,7 +332,9 @@ public class Pgtask extends SchemaImpl {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -410,7 +438,8 @@ public class Pgtask extends SchemaImpl {
     }
 
     /**
-     * p_since interval, p_limit integer
+     * p_since interval, p_from timestamp with time zone, p_until timestamp with
+     * time zone, p_limit integer
      */
     public final ErrorGroups ERROR_GROUPS = ErrorGroups.ERROR_GROUPS;
 
@@ -420,10 +449,14 @@ public class Pgtask extends SchemaImpl {
     public static Result<ErrorGroupsRecord> ERROR_GROUPS(
           Configuration configuration
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Integer pLimit
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
               pSince
+            , pFrom
+            , pUntil
             , pLimit
         )).fetch();
     }
@@ -433,10 +466,14 @@ public class Pgtask extends SchemaImpl {
      */
     public static ErrorGroups ERROR_GROUPS(
           YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Integer pLimit
     ) {
         return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
             pSince,
+            pFrom,
+            pUntil,
             pLimit
         );
     }
@@ -446,17 +483,22 @@ public class Pgtask extends SchemaImpl {
      */
     public static ErrorGroups ERROR_GROUPS(
           Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
         , Field<Integer> pLimit
     ) {
         return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
             pSince,
+            pFrom,
+            pUntil,
             pLimit
         );
     }
 
     /**
      * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like
-     * text, p_since interval
+     * text, p_since interval, p_from timestamp with time zone, p_until
+     * timestamp with time zone
      */
     public final FilterTasks FILTER_TASKS = FilterTasks.FILTER_TASKS;
 
@@ -471,6 +513,8 @@ public class Pgtask extends SchemaImpl {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
               pKind
@@ -479,6 +523,8 @@ public class Pgtask extends SchemaImpl {
             , pTenant
             , pErrorLike
             , pSince
+            , pFrom
+            , pUntil
         )).fetch();
     }
 
@@ -492,6 +538,8 @@ public class Pgtask extends SchemaImpl {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
             pKind,
@@ -499,7 +547,9 @@ public class Pgtask extends SchemaImpl {
             pState,
             pTenant,
             pErrorLike,
-            pSince
+            pSince,
+            pFrom,
+            pUntil
         );
     }
 
@@ -513,6 +563,8 @@ public class Pgtask extends SchemaImpl {
         , Field<String> pTenant
         , Field<String> pErrorLike
         , Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
             pKind,
@@ -520,7 +572,9 @@ public class Pgtask extends SchemaImpl {
             pState,
             pTenant,
             pErrorLike,
-            pSince
+            pSince,
+            pFrom,
+            pUntil
         );
     }
 
@@ -696,7 +750,9 @@ public class Pgtask extends SchemaImpl {
      * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
      * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
      * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
-     * boolean DEFAULT false
+     * boolean DEFAULT false, active_from timestamp with time zone DEFAULT
+     * NULL::timestamp with time zone, active_until timestamp with time zone
+     * DEFAULT NULL::timestamp with time zone
      */
     public final RetryTasks RETRY_TASKS = RetryTasks.RETRY_TASKS;
 
@@ -712,6 +768,8 @@ public class Pgtask extends SchemaImpl {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
               kind
@@ -721,6 +779,8 @@ public class Pgtask extends SchemaImpl {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -735,6 +795,8 @@ public class Pgtask extends SchemaImpl {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
             kind,
@@ -743,7 +805,9 @@ public class Pgtask extends SchemaImpl {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -758,6 +822,8 @@ public class Pgtask extends SchemaImpl {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
             kind,
@@ -766,7 +832,9 @@ public class Pgtask extends SchemaImpl {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -871,7 +939,8 @@ public class Pgtask extends SchemaImpl {
 
     /**
      * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like
-     * text, p_since interval, p_before_id bigint, p_limit integer
+     * text, p_since interval, p_from timestamp with time zone, p_until
+     * timestamp with time zone, p_before_id bigint, p_limit integer
      */
     public final TaskPage TASK_PAGE = TaskPage.TASK_PAGE;
 
@@ -886,6 +955,8 @@ public class Pgtask extends SchemaImpl {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Long pBeforeId
         , Integer pLimit
     ) {
@@ -896,6 +967,8 @@ public class Pgtask extends SchemaImpl {
             , pTenant
             , pErrorLike
             , pSince
+            , pFrom
+            , pUntil
             , pBeforeId
             , pLimit
         )).fetch();
@@ -911,6 +984,8 @@ public class Pgtask extends SchemaImpl {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Long pBeforeId
         , Integer pLimit
     ) {
@@ -921,6 +996,8 @@ public class Pgtask extends SchemaImpl {
             pTenant,
             pErrorLike,
             pSince,
+            pFrom,
+            pUntil,
             pBeforeId,
             pLimit
         );
@@ -936,6 +1013,8 @@ public class Pgtask extends SchemaImpl {
         , Field<String> pTenant
         , Field<String> pErrorLike
         , Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
         , Field<Long> pBeforeId
         , Field<Integer> pLimit
     ) {
@@ -946,6 +1025,8 @@ public class Pgtask extends SchemaImpl {
             pTenant,
             pErrorLike,
             pSince,
+            pFrom,
+            pUntil,
             pBeforeId,
             pLimit
         );

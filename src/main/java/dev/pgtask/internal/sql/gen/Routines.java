@@ -10,6 +10,7 @@ import dev.pgtask.internal.sql.gen.routines.CallerProducerBound;
 import dev.pgtask.internal.sql.gen.routines.CancelTask;
 import dev.pgtask.internal.sql.gen.routines.CheckQueueName;
 import dev.pgtask.internal.sql.gen.routines.CheckTaskFilter;
+import dev.pgtask.internal.sql.gen.routines.CheckTaskRange;
 import dev.pgtask.internal.sql.gen.routines.CheckTimeZone;
 import dev.pgtask.internal.sql.gen.routines.ClearLimit;
 import dev.pgtask.internal.sql.gen.routines.ClearPassesUnlessWeighted;
@@ -229,6 +230,8 @@ public class Routines {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
     ) {
         CheckTaskFilter p = new CheckTaskFilter();
         p.setPAction(pAction);
@@ -238,8 +241,60 @@ public class Routines {
         p.setPTenant(pTenant);
         p.setPErrorLike(pErrorLike);
         p.setPSince(pSince);
+        p.setPFrom(pFrom);
+        p.setPUntil(pUntil);
 
         p.execute(configuration);
+    }
+
+    /**
+     * Call <code>pgtask.check_task_range</code>
+     */
+    public static Boolean checkTaskRange(
+          Configuration configuration
+        , String pAction
+        , Instant pFrom
+        , Instant pUntil
+    ) {
+        CheckTaskRange f = new CheckTaskRange();
+        f.setPAction(pAction);
+        f.setPFrom(pFrom);
+        f.setPUntil(pUntil);
+
+        f.execute(configuration);
+        return f.getReturnValue();
+    }
+
+    /**
+     * Get <code>pgtask.check_task_range</code> as a field.
+     */
+    public static Field<Boolean> checkTaskRange(
+          String pAction
+        , Instant pFrom
+        , Instant pUntil
+    ) {
+        CheckTaskRange f = new CheckTaskRange();
+        f.setPAction(pAction);
+        f.setPFrom(pFrom);
+        f.setPUntil(pUntil);
+
+        return f.asField();
+    }
+
+    /**
+     * Get <code>pgtask.check_task_range</code> as a field.
+     */
+    public static Field<Boolean> checkTaskRange(
+          Field<String> pAction
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
+    ) {
+        CheckTaskRange f = new CheckTaskRange();
+        f.setPAction(pAction);
+        f.setPFrom(pFrom);
+        f.setPUntil(pUntil);
+
+        return f.asField();
     }
 
     /**
@@ -2682,6 +2737,8 @@ public class Routines {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
               kind
@@ -2691,6 +2748,8 @@ public class Routines {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -2705,6 +2764,8 @@ public class Routines {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
             kind,
@@ -2713,7 +2774,9 @@ public class Routines {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -2728,6 +2791,8 @@ public class Routines {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
             kind,
@@ -2736,7 +2801,9 @@ public class Routines {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -2804,6 +2871,8 @@ public class Routines {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
               kind
@@ -2813,6 +2882,8 @@ public class Routines {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -2827,6 +2898,8 @@ public class Routines {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
             kind,
@@ -2835,7 +2908,9 @@ public class Routines {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -2850,6 +2925,8 @@ public class Routines {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
             kind,
@@ -2858,7 +2935,9 @@ public class Routines {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -2956,10 +3035,14 @@ public class Routines {
     public static Result<ErrorGroupsRecord> errorGroups(
           Configuration configuration
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Integer pLimit
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
               pSince
+            , pFrom
+            , pUntil
             , pLimit
         )).fetch();
     }
@@ -2969,10 +3052,14 @@ public class Routines {
      */
     public static ErrorGroups errorGroups(
           YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Integer pLimit
     ) {
         return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
             pSince,
+            pFrom,
+            pUntil,
             pLimit
         );
     }
@@ -2982,10 +3069,14 @@ public class Routines {
      */
     public static ErrorGroups errorGroups(
           Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
         , Field<Integer> pLimit
     ) {
         return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
             pSince,
+            pFrom,
+            pUntil,
             pLimit
         );
     }
@@ -3001,6 +3092,8 @@ public class Routines {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
               pKind
@@ -3009,6 +3102,8 @@ public class Routines {
             , pTenant
             , pErrorLike
             , pSince
+            , pFrom
+            , pUntil
         )).fetch();
     }
 
@@ -3022,6 +3117,8 @@ public class Routines {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
             pKind,
@@ -3029,7 +3126,9 @@ public class Routines {
             pState,
             pTenant,
             pErrorLike,
-            pSince
+            pSince,
+            pFrom,
+            pUntil
         );
     }
 
@@ -3043,6 +3142,8 @@ public class Routines {
         , Field<String> pTenant
         , Field<String> pErrorLike
         , Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
             pKind,
@@ -3050,7 +3151,9 @@ public class Routines {
             pState,
             pTenant,
             pErrorLike,
-            pSince
+            pSince,
+            pFrom,
+            pUntil
         );
     }
 
@@ -3164,6 +3267,8 @@ public class Routines {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
               kind
@@ -3173,6 +3278,8 @@ public class Routines {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -3187,6 +3294,8 @@ public class Routines {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
             kind,
@@ -3195,7 +3304,9 @@ public class Routines {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -3210,6 +3321,8 @@ public class Routines {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
             kind,
@@ -3218,7 +3331,9 @@ public class Routines {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -3285,6 +3400,8 @@ public class Routines {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Long pBeforeId
         , Integer pLimit
     ) {
@@ -3295,6 +3412,8 @@ public class Routines {
             , pTenant
             , pErrorLike
             , pSince
+            , pFrom
+            , pUntil
             , pBeforeId
             , pLimit
         )).fetch();
@@ -3310,6 +3429,8 @@ public class Routines {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Long pBeforeId
         , Integer pLimit
     ) {
@@ -3320,6 +3441,8 @@ public class Routines {
             pTenant,
             pErrorLike,
             pSince,
+            pFrom,
+            pUntil,
             pBeforeId,
             pLimit
         );
@@ -3335,6 +3458,8 @@ public class Routines {
         , Field<String> pTenant
         , Field<String> pErrorLike
         , Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
         , Field<Long> pBeforeId
         , Field<Integer> pLimit
     ) {
@@ -3345,6 +3470,8 @@ public class Routines {
             pTenant,
             pErrorLike,
             pSince,
+            pFrom,
+            pUntil,
             pBeforeId,
             pLimit
         );

@@ -85,7 +85,9 @@ public class Tables {
      * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
      * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
      * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
-     * boolean DEFAULT false
+     * boolean DEFAULT false, active_from timestamp with time zone DEFAULT
+     * NULL::timestamp with time zone, active_until timestamp with time zone
+     * DEFAULT NULL::timestamp with time zone
      */
     public static final CancelTasks CANCEL_TASKS = CancelTasks.CANCEL_TASKS;
 
@@ -101,6 +103,8 @@ public class Tables {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
               kind
@@ -110,6 +114,8 @@ public class Tables {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -124,6 +130,8 @@ public class Tables {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
             kind,
@@ -132,7 +140,9 @@ public class Tables {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -147,6 +157,8 @@ public class Tables {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.CancelTasks.CANCEL_TASKS.call(
             kind,
@@ -155,7 +167,9 @@ public class Tables {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -221,7 +235,9 @@ public class Tables {
      * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
      * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
      * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
-     * boolean DEFAULT false
+     * boolean DEFAULT false, active_from timestamp with time zone DEFAULT
+     * NULL::timestamp with time zone, active_until timestamp with time zone
+     * DEFAULT NULL::timestamp with time zone
      */
     public static final DeleteTasks DELETE_TASKS = DeleteTasks.DELETE_TASKS;
 
@@ -237,6 +253,8 @@ public class Tables {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
               kind
@@ -246,6 +264,8 @@ public class Tables {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -260,6 +280,8 @@ public class Tables {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
             kind,
@@ -268,7 +290,9 @@ public class Tables {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -283,6 +307,8 @@ public class Tables {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.DeleteTasks.DELETE_TASKS.call(
             kind,
@@ -291,7 +317,9 @@ public class Tables {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -395,7 +423,8 @@ public class Tables {
     }
 
     /**
-     * p_since interval, p_limit integer
+     * p_since interval, p_from timestamp with time zone, p_until timestamp with
+     * time zone, p_limit integer
      */
     public static final ErrorGroups ERROR_GROUPS = ErrorGroups.ERROR_GROUPS;
 
@@ -405,10 +434,14 @@ public class Tables {
     public static Result<ErrorGroupsRecord> ERROR_GROUPS(
           Configuration configuration
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Integer pLimit
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
               pSince
+            , pFrom
+            , pUntil
             , pLimit
         )).fetch();
     }
@@ -418,10 +451,14 @@ public class Tables {
      */
     public static ErrorGroups ERROR_GROUPS(
           YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Integer pLimit
     ) {
         return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
             pSince,
+            pFrom,
+            pUntil,
             pLimit
         );
     }
@@ -431,17 +468,22 @@ public class Tables {
      */
     public static ErrorGroups ERROR_GROUPS(
           Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
         , Field<Integer> pLimit
     ) {
         return dev.pgtask.internal.sql.gen.tables.ErrorGroups.ERROR_GROUPS.call(
             pSince,
+            pFrom,
+            pUntil,
             pLimit
         );
     }
 
     /**
      * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like
-     * text, p_since interval
+     * text, p_since interval, p_from timestamp with time zone, p_until
+     * timestamp with time zone
      */
     public static final FilterTasks FILTER_TASKS = FilterTasks.FILTER_TASKS;
 
@@ -456,6 +498,8 @@ public class Tables {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
               pKind
@@ -464,6 +508,8 @@ public class Tables {
             , pTenant
             , pErrorLike
             , pSince
+            , pFrom
+            , pUntil
         )).fetch();
     }
 
@@ -477,6 +523,8 @@ public class Tables {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
             pKind,
@@ -484,7 +532,9 @@ public class Tables {
             pState,
             pTenant,
             pErrorLike,
-            pSince
+            pSince,
+            pFrom,
+            pUntil
         );
     }
 
@@ -498,6 +548,8 @@ public class Tables {
         , Field<String> pTenant
         , Field<String> pErrorLike
         , Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.FilterTasks.FILTER_TASKS.call(
             pKind,
@@ -505,7 +557,9 @@ public class Tables {
             pState,
             pTenant,
             pErrorLike,
-            pSince
+            pSince,
+            pFrom,
+            pUntil
         );
     }
 
@@ -681,7 +735,9 @@ public class Tables {
      * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
      * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text
      * DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run
-     * boolean DEFAULT false
+     * boolean DEFAULT false, active_from timestamp with time zone DEFAULT
+     * NULL::timestamp with time zone, active_until timestamp with time zone
+     * DEFAULT NULL::timestamp with time zone
      */
     public static final RetryTasks RETRY_TASKS = RetryTasks.RETRY_TASKS;
 
@@ -697,6 +753,8 @@ public class Tables {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
               kind
@@ -706,6 +764,8 @@ public class Tables {
             , errorLike
             , since
             , dryRun
+            , activeFrom
+            , activeUntil
         )).fetch();
     }
 
@@ -720,6 +780,8 @@ public class Tables {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
             kind,
@@ -728,7 +790,9 @@ public class Tables {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -743,6 +807,8 @@ public class Tables {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         return dev.pgtask.internal.sql.gen.tables.RetryTasks.RETRY_TASKS.call(
             kind,
@@ -751,7 +817,9 @@ public class Tables {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         );
     }
 
@@ -856,7 +924,8 @@ public class Tables {
 
     /**
      * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like
-     * text, p_since interval, p_before_id bigint, p_limit integer
+     * text, p_since interval, p_from timestamp with time zone, p_until
+     * timestamp with time zone, p_before_id bigint, p_limit integer
      */
     public static final TaskPage TASK_PAGE = TaskPage.TASK_PAGE;
 
@@ -871,6 +940,8 @@ public class Tables {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Long pBeforeId
         , Integer pLimit
     ) {
@@ -881,6 +952,8 @@ public class Tables {
             , pTenant
             , pErrorLike
             , pSince
+            , pFrom
+            , pUntil
             , pBeforeId
             , pLimit
         )).fetch();
@@ -896,6 +969,8 @@ public class Tables {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Long pBeforeId
         , Integer pLimit
     ) {
@@ -906,6 +981,8 @@ public class Tables {
             pTenant,
             pErrorLike,
             pSince,
+            pFrom,
+            pUntil,
             pBeforeId,
             pLimit
         );
@@ -921,6 +998,8 @@ public class Tables {
         , Field<String> pTenant
         , Field<String> pErrorLike
         , Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
         , Field<Long> pBeforeId
         , Field<Integer> pLimit
     ) {
@@ -931,6 +1010,8 @@ public class Tables {
             pTenant,
             pErrorLike,
             pSince,
+            pFrom,
+            pUntil,
             pBeforeId,
             pLimit
         );

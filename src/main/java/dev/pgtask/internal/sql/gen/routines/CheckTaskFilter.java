@@ -6,6 +6,8 @@ package dev.pgtask.internal.sql.gen.routines;
 
 import dev.pgtask.internal.sql.gen.Pgtask;
 
+import java.time.Instant;
+
 import org.jooq.Parameter;
 import org.jooq.impl.AbstractRoutine;
 import org.jooq.impl.Internal;
@@ -57,6 +59,16 @@ public class CheckTaskFilter extends AbstractRoutine<java.lang.Void> {
     public static final Parameter<YearToSecond> P_SINCE = Internal.createParameter("p_since", SQLDataType.INTERVAL, false, false);
 
     /**
+     * The parameter <code>pgtask.check_task_filter.p_from</code>.
+     */
+    public static final Parameter<Instant> P_FROM = Internal.createParameter("p_from", SQLDataType.INSTANT, false, false);
+
+    /**
+     * The parameter <code>pgtask.check_task_filter.p_until</code>.
+     */
+    public static final Parameter<Instant> P_UNTIL = Internal.createParameter("p_until", SQLDataType.INSTANT, false, false);
+
+    /**
      * Create a new routine call instance
      */
     public CheckTaskFilter() {
@@ -69,6 +81,8 @@ public class CheckTaskFilter extends AbstractRoutine<java.lang.Void> {
         addInParameter(P_TENANT);
         addInParameter(P_ERROR_LIKE);
         addInParameter(P_SINCE);
+        addInParameter(P_FROM);
+        addInParameter(P_UNTIL);
     }
 
     /**
@@ -124,6 +138,22 @@ public class CheckTaskFilter extends AbstractRoutine<java.lang.Void> {
      */
     public CheckTaskFilter setPSince(YearToSecond value) {
         setValue(P_SINCE, value);
+        return this;
+    }
+
+    /**
+     * Set the <code>p_from</code> parameter IN value to the routine
+     */
+    public CheckTaskFilter setPFrom(Instant value) {
+        setValue(P_FROM, value);
+        return this;
+    }
+
+    /**
+     * Set the <code>p_until</code> parameter IN value to the routine
+     */
+    public CheckTaskFilter setPUntil(Instant value) {
+        setValue(P_UNTIL, value);
         return this;
     }
 }

@@ -23,7 +23,8 @@ import org.jooq.types.YearToSecond;
 
 
 /**
- * p_since interval, p_limit integer
+ * p_since interval, p_from timestamp with time zone, p_until timestamp with
+ * time zone, p_limit integer
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class ErrorGroups extends TableImpl<ErrorGroupsRecord> {
@@ -81,6 +82,8 @@ public class ErrorGroups extends TableImpl<ErrorGroupsRecord> {
     private ErrorGroups(Name alias, Table<ErrorGroupsRecord> aliased) {
         this(alias, aliased, new Field[] {
             DSL.val(null, SQLDataType.INTERVAL),
+            DSL.val(null, SQLDataType.INSTANT),
+            DSL.val(null, SQLDataType.INSTANT),
             DSL.val(null, SQLDataType.INTEGER)
         });
     }
@@ -90,7 +93,7 @@ public class ErrorGroups extends TableImpl<ErrorGroupsRecord> {
     }
 
     private ErrorGroups(Name alias, Table<ErrorGroupsRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment("p_since interval, p_limit integer"), TableOptions.function(), where);
+        super(alias, null, aliased, parameters, DSL.comment("p_since interval, p_from timestamp with time zone, p_until timestamp with time zone, p_limit integer"), TableOptions.function(), where);
     }
 
     /**
@@ -163,10 +166,14 @@ public class ErrorGroups extends TableImpl<ErrorGroupsRecord> {
      */
     public ErrorGroups call(
           YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Integer pLimit
     ) {
         ErrorGroups result = new ErrorGroups(DSL.name("error_groups"), null, new Field[] {
             DSL.val(pSince, SQLDataType.INTERVAL),
+            DSL.val(pFrom, SQLDataType.INSTANT),
+            DSL.val(pUntil, SQLDataType.INSTANT),
             DSL.val(pLimit, SQLDataType.INTEGER)
         });
 
@@ -178,10 +185,14 @@ public class ErrorGroups extends TableImpl<ErrorGroupsRecord> {
      */
     public ErrorGroups call(
           Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
         , Field<Integer> pLimit
     ) {
         ErrorGroups result = new ErrorGroups(DSL.name("error_groups"), null, new Field[] {
             pSince,
+            pFrom,
+            pUntil,
             pLimit
         });
 

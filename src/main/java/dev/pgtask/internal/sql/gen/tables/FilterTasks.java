@@ -7,6 +7,8 @@ package dev.pgtask.internal.sql.gen.tables;
 import dev.pgtask.internal.sql.gen.Pgtask;
 import dev.pgtask.internal.sql.gen.tables.records.FilterTasksRecord;
 
+import java.time.Instant;
+
 import org.jooq.Condition;
 import org.jooq.Field;
 import org.jooq.Name;
@@ -22,7 +24,8 @@ import org.jooq.types.YearToSecond;
 
 /**
  * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like text,
- * p_since interval
+ * p_since interval, p_from timestamp with time zone, p_until timestamp with
+ * time zone
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class FilterTasks extends TableImpl<FilterTasksRecord> {
@@ -59,7 +62,9 @@ public class FilterTasks extends TableImpl<FilterTasksRecord> {
             DSL.val(null, SQLDataType.CLOB),
             DSL.val(null, SQLDataType.CLOB),
             DSL.val(null, SQLDataType.CLOB),
-            DSL.val(null, SQLDataType.INTERVAL)
+            DSL.val(null, SQLDataType.INTERVAL),
+            DSL.val(null, SQLDataType.INSTANT),
+            DSL.val(null, SQLDataType.INSTANT)
         });
     }
 
@@ -68,7 +73,7 @@ public class FilterTasks extends TableImpl<FilterTasksRecord> {
     }
 
     private FilterTasks(Name alias, Table<FilterTasksRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment("p_kind text, p_queue text, p_state text, p_tenant text, p_error_like text, p_since interval"), TableOptions.function(), where);
+        super(alias, null, aliased, parameters, DSL.comment("p_kind text, p_queue text, p_state text, p_tenant text, p_error_like text, p_since interval, p_from timestamp with time zone, p_until timestamp with time zone"), TableOptions.function(), where);
     }
 
     /**
@@ -146,6 +151,8 @@ public class FilterTasks extends TableImpl<FilterTasksRecord> {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
     ) {
         FilterTasks result = new FilterTasks(DSL.name("filter_tasks"), null, new Field[] {
             DSL.val(pKind, SQLDataType.CLOB),
@@ -153,7 +160,9 @@ public class FilterTasks extends TableImpl<FilterTasksRecord> {
             DSL.val(pState, SQLDataType.CLOB),
             DSL.val(pTenant, SQLDataType.CLOB),
             DSL.val(pErrorLike, SQLDataType.CLOB),
-            DSL.val(pSince, SQLDataType.INTERVAL)
+            DSL.val(pSince, SQLDataType.INTERVAL),
+            DSL.val(pFrom, SQLDataType.INSTANT),
+            DSL.val(pUntil, SQLDataType.INSTANT)
         });
 
         return aliased() ? result.as(getUnqualifiedName()) : result;
@@ -169,6 +178,8 @@ public class FilterTasks extends TableImpl<FilterTasksRecord> {
         , Field<String> pTenant
         , Field<String> pErrorLike
         , Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
     ) {
         FilterTasks result = new FilterTasks(DSL.name("filter_tasks"), null, new Field[] {
             pKind,
@@ -176,7 +187,9 @@ public class FilterTasks extends TableImpl<FilterTasksRecord> {
             pState,
             pTenant,
             pErrorLike,
-            pSince
+            pSince,
+            pFrom,
+            pUntil
         });
 
         return aliased() ? result.as(getUnqualifiedName()) : result;

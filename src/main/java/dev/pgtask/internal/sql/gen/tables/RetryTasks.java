@@ -7,6 +7,8 @@ package dev.pgtask.internal.sql.gen.tables;
 import dev.pgtask.internal.sql.gen.Pgtask;
 import dev.pgtask.internal.sql.gen.tables.records.RetryTasksRecord;
 
+import java.time.Instant;
+
 import org.jooq.Condition;
 import org.jooq.Field;
 import org.jooq.Name;
@@ -24,7 +26,9 @@ import org.jooq.types.YearToSecond;
  * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
  * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text DEFAULT
  * NULL::text, since interval DEFAULT NULL::interval, dry_run boolean DEFAULT
- * false
+ * false, active_from timestamp with time zone DEFAULT NULL::timestamp with time
+ * zone, active_until timestamp with time zone DEFAULT NULL::timestamp with time
+ * zone
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class RetryTasks extends TableImpl<RetryTasksRecord> {
@@ -67,7 +71,9 @@ public class RetryTasks extends TableImpl<RetryTasksRecord> {
             DSL.val(null, SQLDataType.CLOB.defaultValue(DSL.field(DSL.raw("NULL::text"), SQLDataType.CLOB))),
             DSL.val(null, SQLDataType.CLOB.defaultValue(DSL.field(DSL.raw("NULL::text"), SQLDataType.CLOB))),
             DSL.val(null, SQLDataType.INTERVAL.defaultValue(DSL.field(DSL.raw("NULL::interval"), SQLDataType.INTERVAL))),
-            DSL.val(null, SQLDataType.BOOLEAN.defaultValue(DSL.field(DSL.raw("false"), SQLDataType.BOOLEAN)))
+            DSL.val(null, SQLDataType.BOOLEAN.defaultValue(DSL.field(DSL.raw("false"), SQLDataType.BOOLEAN))),
+            DSL.val(null, SQLDataType.INSTANT.defaultValue(DSL.field(DSL.raw("NULL::timestamp with time zone"), SQLDataType.INSTANT))),
+            DSL.val(null, SQLDataType.INSTANT.defaultValue(DSL.field(DSL.raw("NULL::timestamp with time zone"), SQLDataType.INSTANT)))
         });
     }
 
@@ -76,7 +82,7 @@ public class RetryTasks extends TableImpl<RetryTasksRecord> {
     }
 
     private RetryTasks(Name alias, Table<RetryTasksRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment("kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run boolean DEFAULT false"), TableOptions.function(), where);
+        super(alias, null, aliased, parameters, DSL.comment("kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text DEFAULT NULL::text, since interval DEFAULT NULL::interval, dry_run boolean DEFAULT false, active_from timestamp with time zone DEFAULT NULL::timestamp with time zone, active_until timestamp with time zone DEFAULT NULL::timestamp with time zone"), TableOptions.function(), where);
     }
 
     /**
@@ -155,6 +161,8 @@ public class RetryTasks extends TableImpl<RetryTasksRecord> {
         , String errorLike
         , YearToSecond since
         , Boolean dryRun
+        , Instant activeFrom
+        , Instant activeUntil
     ) {
         RetryTasks result = new RetryTasks(DSL.name("retry_tasks"), null, new Field[] {
             DSL.val(kind, SQLDataType.CLOB.defaultValue(DSL.field(DSL.raw("NULL::text"), SQLDataType.CLOB))),
@@ -163,7 +171,9 @@ public class RetryTasks extends TableImpl<RetryTasksRecord> {
             DSL.val(tenant, SQLDataType.CLOB.defaultValue(DSL.field(DSL.raw("NULL::text"), SQLDataType.CLOB))),
             DSL.val(errorLike, SQLDataType.CLOB.defaultValue(DSL.field(DSL.raw("NULL::text"), SQLDataType.CLOB))),
             DSL.val(since, SQLDataType.INTERVAL.defaultValue(DSL.field(DSL.raw("NULL::interval"), SQLDataType.INTERVAL))),
-            DSL.val(dryRun, SQLDataType.BOOLEAN.defaultValue(DSL.field(DSL.raw("false"), SQLDataType.BOOLEAN)))
+            DSL.val(dryRun, SQLDataType.BOOLEAN.defaultValue(DSL.field(DSL.raw("false"), SQLDataType.BOOLEAN))),
+            DSL.val(activeFrom, SQLDataType.INSTANT.defaultValue(DSL.field(DSL.raw("NULL::timestamp with time zone"), SQLDataType.INSTANT))),
+            DSL.val(activeUntil, SQLDataType.INSTANT.defaultValue(DSL.field(DSL.raw("NULL::timestamp with time zone"), SQLDataType.INSTANT)))
         });
 
         return aliased() ? result.as(getUnqualifiedName()) : result;
@@ -180,6 +190,8 @@ public class RetryTasks extends TableImpl<RetryTasksRecord> {
         , Field<String> errorLike
         , Field<YearToSecond> since
         , Field<Boolean> dryRun
+        , Field<Instant> activeFrom
+        , Field<Instant> activeUntil
     ) {
         RetryTasks result = new RetryTasks(DSL.name("retry_tasks"), null, new Field[] {
             kind,
@@ -188,7 +200,9 @@ public class RetryTasks extends TableImpl<RetryTasksRecord> {
             tenant,
             errorLike,
             since,
-            dryRun
+            dryRun,
+            activeFrom,
+            activeUntil
         });
 
         return aliased() ? result.as(getUnqualifiedName()) : result;

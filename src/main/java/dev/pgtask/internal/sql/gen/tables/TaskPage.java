@@ -24,7 +24,8 @@ import org.jooq.types.YearToSecond;
 
 /**
  * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like text,
- * p_since interval, p_before_id bigint, p_limit integer
+ * p_since interval, p_from timestamp with time zone, p_until timestamp with
+ * time zone, p_before_id bigint, p_limit integer
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class TaskPage extends TableImpl<TaskPageRecord> {
@@ -112,6 +113,8 @@ public class TaskPage extends TableImpl<TaskPageRecord> {
             DSL.val(null, SQLDataType.CLOB),
             DSL.val(null, SQLDataType.CLOB),
             DSL.val(null, SQLDataType.INTERVAL),
+            DSL.val(null, SQLDataType.INSTANT),
+            DSL.val(null, SQLDataType.INSTANT),
             DSL.val(null, SQLDataType.BIGINT),
             DSL.val(null, SQLDataType.INTEGER)
         });
@@ -122,7 +125,7 @@ public class TaskPage extends TableImpl<TaskPageRecord> {
     }
 
     private TaskPage(Name alias, Table<TaskPageRecord> aliased, Field<?>[] parameters, Condition where) {
-        super(alias, null, aliased, parameters, DSL.comment("p_kind text, p_queue text, p_state text, p_tenant text, p_error_like text, p_since interval, p_before_id bigint, p_limit integer"), TableOptions.function(), where);
+        super(alias, null, aliased, parameters, DSL.comment("p_kind text, p_queue text, p_state text, p_tenant text, p_error_like text, p_since interval, p_from timestamp with time zone, p_until timestamp with time zone, p_before_id bigint, p_limit integer"), TableOptions.function(), where);
     }
 
     /**
@@ -200,6 +203,8 @@ public class TaskPage extends TableImpl<TaskPageRecord> {
         , String pTenant
         , String pErrorLike
         , YearToSecond pSince
+        , Instant pFrom
+        , Instant pUntil
         , Long pBeforeId
         , Integer pLimit
     ) {
@@ -210,6 +215,8 @@ public class TaskPage extends TableImpl<TaskPageRecord> {
             DSL.val(pTenant, SQLDataType.CLOB),
             DSL.val(pErrorLike, SQLDataType.CLOB),
             DSL.val(pSince, SQLDataType.INTERVAL),
+            DSL.val(pFrom, SQLDataType.INSTANT),
+            DSL.val(pUntil, SQLDataType.INSTANT),
             DSL.val(pBeforeId, SQLDataType.BIGINT),
             DSL.val(pLimit, SQLDataType.INTEGER)
         });
@@ -227,6 +234,8 @@ public class TaskPage extends TableImpl<TaskPageRecord> {
         , Field<String> pTenant
         , Field<String> pErrorLike
         , Field<YearToSecond> pSince
+        , Field<Instant> pFrom
+        , Field<Instant> pUntil
         , Field<Long> pBeforeId
         , Field<Integer> pLimit
     ) {
@@ -237,6 +246,8 @@ public class TaskPage extends TableImpl<TaskPageRecord> {
             pTenant,
             pErrorLike,
             pSince,
+            pFrom,
+            pUntil,
             pBeforeId,
             pLimit
         });

@@ -12,7 +12,8 @@ import org.jooq.impl.TableRecordImpl;
 
 
 /**
- * p_since interval, p_limit integer
+ * p_since interval, p_from timestamp with time zone, p_until timestamp with
+ * time zone, p_limit integer
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class ErrorGroupsRecord extends TableRecordImpl<ErrorGroupsRecord> {

@@ -11,7 +11,8 @@ import org.jooq.impl.TableRecordImpl;
 
 /**
  * p_kind text, p_queue text, p_state text, p_tenant text, p_error_like text,
- * p_since interval
+ * p_since interval, p_from timestamp with time zone, p_until timestamp with
+ * time zone
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class FilterTasksRecord extends TableRecordImpl<FilterTasksRecord> {

@@ -13,7 +13,9 @@ import org.jooq.impl.TableRecordImpl;
  * kind text DEFAULT NULL::text, queue text DEFAULT NULL::text, state text
  * DEFAULT NULL::text, tenant text DEFAULT NULL::text, error_like text DEFAULT
  * NULL::text, since interval DEFAULT NULL::interval, dry_run boolean DEFAULT
- * false
+ * false, active_from timestamp with time zone DEFAULT NULL::timestamp with time
+ * zone, active_until timestamp with time zone DEFAULT NULL::timestamp with time
+ * zone
  */
 @SuppressWarnings({ "all", "unchecked", "rawtypes" })
 public class RetryTasksRecord extends TableRecordImpl<RetryTasksRecord> {
