@@ -69,7 +69,6 @@ final class PrivatePgBouncer implements AutoCloseable {
           + "default_pool_size = " + POOL_SIZE + "\nmax_db_connections = " + POOL_SIZE + "\n"
           + "min_pool_size = 0\nreserve_pool_size = 0\nmax_client_conn = 2000\n"
           + "ignore_startup_parameters = extra_float_digits,options\n"
-          + "server_check_delay = 0\n"
           + "logfile = " + dir.resolve("pgbouncer.log") + "\npidfile = " + dir.resolve("pgbouncer.pid") + "\n";
       Files.writeString(dir.resolve("pgbouncer.ini"), ini);
       List<String> cmd = new ArrayList<>();

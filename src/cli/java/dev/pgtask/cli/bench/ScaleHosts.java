@@ -95,13 +95,13 @@ final class ScaleHosts implements AutoCloseable {
     }
   }
 
-  /** The sum of {claimed, claim statements} over every worker of every process. */
+  /** The sum of {claimed, claim statements, LISTENing sessions} over every worker of every process. */
   long[] stats() throws IOException, InterruptedException {
     for (Host host : hosts) {
       send(host, "stats");
     }
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    long[] sum = new long[2];
+    long[] sum = new long[3];
     for (Host host : hosts) {
       String line = nextLine(host, deadline);
       if (line == null || !line.startsWith("stats ")) {
@@ -110,6 +110,7 @@ final class ScaleHosts implements AutoCloseable {
       String[] f = line.split(" ");
       sum[0] += Long.parseLong(f[1]);
       sum[1] += Long.parseLong(f[2]);
+      sum[2] += Long.parseLong(f[3]);
     }
     return sum;
   }

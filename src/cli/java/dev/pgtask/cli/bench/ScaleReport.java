@@ -20,8 +20,9 @@ final class ScaleReport {
       return "  " + r.config().label() + ": " + r.skipped();
     }
     return String.format(Locale.ROOT, "  %s: %.0f tasks/s; server CPU %.0f µs/task, %.2f transactions/task; "
-            + "%.1f listening sessions, %d notifications, %.1f deliveries/task; %.2f tasks/claim; %s",
-        r.config().label(), r.tasks() / r.seconds(), r.serverMicrosPerTask(), r.transactionsPerTask(), r.listenersMean(),
+            + "%.1f LISTENing sessions (of %.0f), %d notifications, %.1f deliveries/task; %.2f tasks/claim; %s",
+        r.config().label(), r.tasks() / r.seconds(), r.serverMicrosPerTask(), r.transactionsPerTask(), r.listeners(),
+        r.listenSessions(),
         r.notifications(), r.deliveriesPerTask(), r.tasksPerClaim(), checked(r));
   }
 
@@ -37,16 +38,16 @@ final class ScaleReport {
   static void print(PrintStream out, List<ScaleRun.Result> results) {
     out.println();
     out.println("| workers | tasks/s | server CPU µs/task | PgBouncer CPU µs/task | worker JVMs CPU µs/task "
-        + "| transactions/task | listening sessions (mean, most) | notifications | deliveries/task | tasks/claim | check |");
+        + "| transactions/task | LISTENing sessions (of connected) | notifications | deliveries/task | tasks/claim | check |");
     out.println("|---|---|---|---|---|---|---|---|---|---|---|");
     for (ScaleRun.Result r : results) {
       if (r.skipped() != null) {
         out.printf(Locale.ROOT, "| %s | %s | | | | | | | | | |%n", r.config().label(), r.skipped());
         continue;
       }
-      out.printf(Locale.ROOT, "| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.1f, %d | %d | %.1f | %.2f | %s |%n",
+      out.printf(Locale.ROOT, "| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.1f (of %.0f) | %d | %.1f | %.2f | %s |%n",
           r.config().label(), r.tasks() / r.seconds(), r.serverMicrosPerTask(), r.perTask(r.bouncerMillis() * 1000),
-          r.perTask(r.workersMillis() * 1000), r.transactionsPerTask(), r.listenersMean(), r.listenersMax(),
+          r.perTask(r.workersMillis() * 1000), r.transactionsPerTask(), r.listeners(), r.listenSessions(),
           r.notifications(), r.deliveriesPerTask(), r.tasksPerClaim(), r.check().ok(r.tasks()) ? "ok" : "FAILED");
     }
     out.println();
@@ -70,7 +71,7 @@ final class ScaleReport {
     }
     line.append(kv("notify_deliveries_per_task_4", four.deliveriesPerTask(), 2));
     for (ScaleRun.Result r : results) {
-      line.append(kv("listeners_" + r.config().key(), r.skipped() == null ? r.listenersMean() : Double.NaN, 1));
+      line.append(kv("listeners_" + r.config().key(), r.skipped() == null ? r.listeners() : Double.NaN, 1));
     }
     for (ScaleRun.Result r : results) {
       line.append(kv("tasks_per_claim_" + r.config().key(), r.skipped() == null ? r.tasksPerClaim() : Double.NaN, 2));

@@ -12,7 +12,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One configuration of {@code bench --scale}: its worker processes drain the same tasks while
- * {@link ServerLoad} and {@link NotificationCount} count what that costs, then the executions are
+ * {@link ServerLoad} and {@link NotificationCount} count what that costs (and the processes say how
+ * many of their workers' sessions LISTEN, at the start and at the end of the drain), then the executions are
  * checked (every task once, no two of one tenant at once).
  *
  * <p>The order: empty the tables; start the processes and wait until every worker listens; wait
@@ -37,11 +38,12 @@ final class ScaleRun {
 
   /** What one configuration measured; {@code skipped} non-null when it did not run, saying why. */
   record Result(ScaleBench.Config config, int tasks, double seconds, double serverMillis, double bouncerMillis,
-      double workersMillis, long transactions, long notifications, double listenersMean, long listenersMax,
+      double workersMillis, long transactions, long notifications, double listeners, double listenSessions,
       long claimed, long claims, Check check, String skipped) {
 
     static Result skipped(ScaleBench.Config config, String why) {
-      return new Result(config, 0, Double.NaN, Double.NaN, Double.NaN, Double.NaN, 0, 0, Double.NaN, 0, 0, 0, null, why);
+      return new Result(config, 0, Double.NaN, Double.NaN, Double.NaN, Double.NaN, 0, 0, Double.NaN, Double.NaN, 0, 0,
+          null, why);
     }
 
     double perTask(double total) {
@@ -56,9 +58,9 @@ final class ScaleRun {
       return perTask(transactions);
     }
 
-    /** Notifications times the listening sessions (mean over the run), per task. */
+    /** Notifications times the LISTENing sessions (each signalled for each), per task. */
     double deliveriesPerTask() {
-      return perTask(notifications * listenersMean);
+      return perTask(notifications * listeners);
     }
 
     double tasksPerClaim() {
@@ -123,8 +125,8 @@ final class ScaleRun {
         long xacts = load.transactions() - xactsBefore - ownStatements - (notes.received() - notesBefore);
         Check check = check();
         return new Result(config, tasks, seconds(), serverMillis, bouncerMillis, workersMillis, xacts, notifications,
-            load.listenersMean(), load.listenersMax(), statsAfter[0] - statsBefore[0], statsAfter[1] - statsBefore[1],
-            check, null);
+            (statsBefore[2] + statsAfter[2]) / 2.0, load.listenSessionsMean(), statsAfter[0] - statsBefore[0],
+            statsAfter[1] - statsBefore[1], check, null);
       }
     }
   }

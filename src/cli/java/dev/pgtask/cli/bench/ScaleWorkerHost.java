@@ -5,6 +5,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.pgtask.PgTaskWorker;
 import dev.pgtask.WorkerStatistics;
 import dev.pgtask.cli.DemoHandlers;
+import dev.pgtask.internal.WorkerAccess;
+import dev.pgtask.internal.WorkerRuntime;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -20,8 +22,9 @@ import java.util.Properties;
  * LISTEN connection on {@code listenUrl} (PostgreSQL itself when the pool goes through PgBouncer).
  *
  * <p>Protocol on stdin and stdout (its log goes to stderr): it prints {@code ready} once every worker
- * has started; to the line {@code stats} it answers {@code stats <claimed> <claim statements>}, the
- * sum over its workers; {@code stop} or the end of stdin closes the workers and ends the process.
+ * has started; to the line {@code stats} it answers {@code stats <claimed> <claim statements>
+ * <listening sessions>}, the sum over its workers (a worker's LISTEN session counts when it LISTENs:
+ * the workers of a process share one); {@code stop} or the end of stdin closes the workers and ends the process.
  *
  * <p>Arguments: poolUrl listenUrl workerIdPrefix workers concurrency poolSize. The user and password
  * come from the environment ({@value #USER_ENV}, {@value #PASSWORD_ENV}), not from the command line,
@@ -78,12 +81,17 @@ public final class ScaleWorkerHost {
         if (line.equals("stats")) {
           long claimed = 0;
           long claims = 0;
+          long listening = 0;
           for (PgTaskWorker w : workers) {
             WorkerStatistics s = w.stats();
             claimed += s.claimed();
             claims += s.claimQueries();
+            WorkerRuntime runtime = WorkerAccess.runtime(w);
+            if (runtime != null && runtime.listenSessionListens()) {
+              listening++;
+            }
           }
-          System.out.println("stats " + claimed + " " + claims);
+          System.out.println("stats " + claimed + " " + claims + " " + listening);
           System.out.flush();
         }
       }

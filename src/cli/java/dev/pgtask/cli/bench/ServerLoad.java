@@ -14,8 +14,8 @@ import java.util.Map;
  * {@code /proc/<pid>/stat}; a backend that starts during the run counts from its start, one that
  * ends counts until the last sample that saw it, taken every {@link #sample} call), of PgBouncer
  * and of the worker processes; the transactions the database ended ({@code pg_stat_database});
- * and the LISTEN sessions of the workers ({@code pg_stat_activity}, {@code application_name}
- * {@code pgtask listen <worker>}). All reads go through the benchmark's own session (its
+ * and the LISTEN sessions of the workers connected ({@code pg_stat_activity}, {@code application_name}
+ * {@code pgtask listen <worker>}; whether each LISTENs the server does not show). All reads go through the benchmark's own session (its
  * application_name is {@value #OWN_NAME}), whose statements are counted so that its transactions
  * can be left out.
  */
@@ -35,7 +35,6 @@ final class ServerLoad {
   private long ownStatements;
   private long listenerSamples;
   private long listenerSum;
-  private long listenersMax;
 
   /** Starts counting; {@code bouncerPid} 0 when PgBouncer is not ours (its CPU is then NaN). */
   ServerLoad(Connection own, long bouncerPid, List<Long> workerPids) throws SQLException {
@@ -77,7 +76,6 @@ final class ServerLoad {
     }
     listenerSamples++;
     listenerSum += listeners;
-    listenersMax = Math.max(listenersMax, listeners);
   }
 
   /** CPU ms of the database's backends since the start, NaN when the server is not on this machine. */
@@ -103,13 +101,9 @@ final class ServerLoad {
     return ProcCpu.millis(workerTicks() - workersStart);
   }
 
-  /** Mean and most listening sessions over the samples. */
-  double listenersMean() {
+  /** The workers' LISTEN sessions connected, mean over the samples. */
+  double listenSessionsMean() {
     return listenerSamples == 0 ? 0 : (double) listenerSum / listenerSamples;
-  }
-
-  long listenersMax() {
-    return listenersMax;
   }
 
   /** Statements (each a transaction of its own, in autocommit) this reader sent so far. */
