@@ -11,7 +11,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The workers of one JVM that listen on one database: one of their sessions LISTENs for all of
- * them, the others only run their own rounds. PostgreSQL (up to 17 at least) signals every session
+ * them, the others only run their own rounds. PostgreSQL (15, as measured) signals every session
  * of a database that listens on any channel for every notification committed in it, and each
  * signalled session wakes and reads the notification queue in a transaction of its own: with 64
  * workers in a process, 64 transactions per notification, all in the same JVM (docs/benchmarks.md,

@@ -66,6 +66,8 @@ public final class Listener extends Service {
   private volatile Connection connection;
   // the server-side bounds of this session's statements and rounds
   private final TxBounds bounds;
+  // the periodic statements run on this session (the poll's probe, the tick); added before start
+  private final SessionRounds rounds;
   // the backend of the current session, and of one given up on and not yet ended (listener thread only)
   private BackendQueries.Backend current;
   private BackendQueries.Backend abandoned;
@@ -95,6 +97,7 @@ public final class Listener extends Service {
     this.onListening = onListening;
     this.probe = new NotificationProbe(config);
     this.bounds = config.transactionBounds();
+    this.rounds = new SessionRounds(bounds);
   }
 
   /** How long a stopping listener waits for another one of its group to LISTEN in its place. */
@@ -270,11 +273,7 @@ public final class Listener extends Service {
       }
       long now = System.nanoTime();
       long wakeAt = heard + pingNanos;
-      for (SessionWork w : work) {
-        if (w.dueAt() - wakeAt < 0) {
-          wakeAt = w.dueAt();
-        }
-      }
+      wakeAt = rounds.nextDue(wakeAt);
       // at least 1 ms: pgjdbc waits forever on 0
       long waitMillis = Math.max(1, java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(wakeAt - now) + 1);
       PGNotification[] notes = null;
@@ -287,7 +286,7 @@ public final class Listener extends Service {
       if (notes != null && notes.length > 0) {
         heard = now;
       }
-      if (round(c, dsl, now)) {
+      if (rounds.run(c, dsl, now)) {
         heard = System.nanoTime();
       } else if (now - heard >= pingNanos) {
         dsl.selectOne().fetch(); // health check after a quiet ping interval: fails on a dead socket
@@ -324,58 +323,9 @@ public final class Listener extends Service {
     }
   }
 
-  // the periodic statements run on this session (the poll's probe, the tick); set before start
-  private final java.util.List<SessionWork> work = new java.util.concurrent.CopyOnWriteArrayList<>();
-
   /** Runs {@code w} on this session while it listens (see {@link SessionWork}); call before {@link #start()}. */
   public void sessionWork(SessionWork w) {
-    work.add(w);
-  }
-
-  /**
-   * Runs the works that are due (or may run early) at {@code now} in one transaction; returns
-   * whether a statement was sent. A failing statement rolls the round back and is logged; a
-   * connection that cannot roll back is lost (the caller reconnects).
-   */
-  private boolean round(Connection c, DSLContext dsl, long now) throws java.sql.SQLException {
-    boolean due = false;
-    for (SessionWork w : work) {
-      if (w.dueAt() - now <= 0) {
-        due = true;
-        break;
-      }
-    }
-    if (!due) {
-      return false;
-    }
-    java.util.List<Runnable> after = new java.util.ArrayList<>();
-    try {
-      bounds.begin(c); // BEGIN and the bounds, one round trip: a frozen round ends on the server
-      for (SessionWork w : work) {
-        if (w.runsInRoundAt(now)) {
-          Runnable a = w.run(dsl, now);
-          if (a != null) {
-            after.add(a);
-          }
-        }
-      }
-      c.commit();
-    } catch (RuntimeException e) {
-      c.rollback(); // a dead connection throws here: the listener reconnects
-      after.clear();
-      log.warn("pgtask listener: an idle-time statement on its session failed ({}); trying again at its next"
-          + " round", Sql.rootMessage(e));
-    } finally {
-      c.setAutoCommit(true);
-    }
-    for (Runnable a : after) {
-      try {
-        a.run();
-      } catch (RuntimeException e) {
-        log.warn("pgtask listener: handling an idle-time statement's result failed: {}", e.getMessage());
-      }
-    }
-    return true;
+    rounds.add(w);
   }
 
   /** This listener in its {@link ListenGroup}: the sink of what the primary receives, and a wake-up for its thread. */
