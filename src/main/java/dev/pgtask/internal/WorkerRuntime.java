@@ -237,6 +237,14 @@ public final class WorkerRuntime {
     return listener.listeningSince() != 0;
   }
 
+  /**
+   * Whether this worker's LISTEN session LISTENs right now: the one of its process's workers on its
+   * database that listens for all of them (the others' sessions only run their rounds).
+   */
+  public boolean listenSessionListens() {
+    return listener.listens();
+  }
+
   /** When the last claim statement returned, or {@code null} before the first. */
   public java.time.Instant lastClaimAt() {
     long millis = stats.lastClaimMillis.get();

@@ -24,23 +24,29 @@ import org.slf4j.LoggerFactory;
  * <p>Protocol: connect, check that notifications arrive on the session ({@link NotificationProbe}:
  * a NOTIFY of its own sent through the pool; none arrives through a transaction pooler: then warn
  * once and stop, the worker polls), name the session ({@code application_name = "pgtask listen <worker>"}),
- * {@code LISTEN pgtask} and {@code LISTEN pgtask_control}, then run the on-listening callback (the
- * worker reads the cancel requests made while it was not listening) and wake the producer once
- * (anything sent while disconnected is lost, so poll). Wait for notifications until the next
- * {@link SessionWork} is due (the worker's poll and its tick, registered with
- * {@link #sessionWork}), then run every work that is due, or may run a little early, in one
- * transaction: a round. An idle worker's poll and heartbeat cost the server one transaction per
- * round, on a session that no pool checks before use. A statement proves the session alive: only
- * after a ping interval without any statement or notification send {@code SELECT 1}. A network
- * timeout on the connection bounds every statement, so a half-open socket is detected instead of
- * blocking forever. Any failure of the connection closes it and
- * reconnects with exponential backoff (100 ms to 5 s, jittered). Every notification on
- * {@code pgtask} and {@code pgtask_control} goes to the {@link Notifications} sink as it arrives
+ * and join the {@link ListenGroup} of its database: the workers of one JVM on one database share
+ * one LISTEN. The group's primary runs {@code LISTEN pgtask} and {@code LISTEN pgtask_control} on
+ * its session and passes every notification it receives to every member; the other members' sessions
+ * do not LISTEN, so the server does not signal them. Each time the group starts hearing (the
+ * primary's LISTENs in place), and after each (re)connect of its own session, a member runs the
+ * on-listening callback (the worker reads the cancel requests made while it may not have heard
+ * them) and wakes the producer once (anything sent meanwhile may be lost, so poll). Wait for
+ * notifications (the primary) or for the group (the others) until the next {@link SessionWork}
+ * is due (the worker's poll and its tick, registered with {@link #sessionWork}), then run every
+ * work that is due, or may run a little early, in one transaction on the worker's own session: a
+ * round. An idle worker's poll and heartbeat cost the server one transaction per round, on a session
+ * that no pool checks before use. A statement proves the session alive: only after a ping interval
+ * without any statement or notification send {@code SELECT 1}. A network timeout on the connection
+ * bounds every statement, so a half-open socket is detected instead of blocking forever. Any failure
+ * of the connection closes it and reconnects with exponential backoff (100 ms to 5 s, jittered); a
+ * primary's failure makes another member with a session up LISTEN for the group. Every notification
+ * on {@code pgtask} and {@code pgtask_control} goes to the {@link Notifications} sink as it arrives
  * (the wake-up protocol decodes and acts on it: {@code dev.pgtask.internal.wakeup}); this class
  * reads none of them.
  *
- * <p>{@link #listeningSince()} says since when (System.nanoTime()) the LISTENs have been in place
- * without a break, or 0: a cancellation committed after that instant reaches this worker.
+ * <p>{@link #listeningSince()} says since when (System.nanoTime()) notifications have reached this
+ * worker without a break while its own session is up, or 0: a cancellation committed after that
+ * instant reaches this worker.
  */
 public final class Listener extends Service {
 
@@ -60,10 +66,22 @@ public final class Listener extends Service {
   private volatile Connection connection;
   // the server-side bounds of this session's statements and rounds
   private final TxBounds bounds;
+  // the periodic statements run on this session (the poll's probe, the tick); added before start
+  private final SessionRounds rounds;
   // the backend of the current session, and of one given up on and not yet ended (listener thread only)
   private BackendQueries.Backend current;
   private BackendQueries.Backend abandoned;
-  private volatile long listeningSince;
+  // this listener's part in its database's ListenGroup (written by the listener thread)
+  private final Member member = new Member();
+  private volatile ListenGroup group;
+  // System.nanoTime() when this listener joined its group: what the primary receives from then on reaches it
+  private volatile long joinedAt;
+  // the group's hearing whose misses this listener has read (the on-listening callback ran), -1: none
+  private volatile long readEpoch = -1;
+  // whether this listener's own session is up and named (its rounds can run)
+  private volatile boolean sessionUp;
+  // whether this listener's session LISTENs (for its group): the server signals it for every notification
+  private volatile boolean listens;
 
   /**
    * {@code onWake} runs on the listener's thread once it listens (notifications sent while it did
@@ -79,10 +97,18 @@ public final class Listener extends Service {
     this.onListening = onListening;
     this.probe = new NotificationProbe(config);
     this.bounds = config.transactionBounds();
+    this.rounds = new SessionRounds(bounds);
   }
+
+  /** How long a stopping listener waits for another one of its group to LISTEN in its place. */
+  static final long HAND_OVER_MILLIS = 500;
 
   @Override
   protected void onStop() {
+    ListenGroup g = group;
+    if (g != null && sessionUp) {
+      g.handOver(member, HAND_OVER_MILLIS); // the process's other workers keep hearing without a break
+    }
     Connection c = connection;
     if (c != null) {
       try {
@@ -95,9 +121,25 @@ public final class Listener extends Service {
     networkTimeoutExecutor.shutdown();
   }
 
-  /** Since when (System.nanoTime()) the LISTENs have been in place without a break; 0 while they are not. */
+  /**
+   * Since when (System.nanoTime()) notifications have reached this worker without a break (its
+   * group's LISTENs in place, and this worker's own session up); 0 while they do not.
+   */
   public long listeningSince() {
-    return listeningSince;
+    ListenGroup g = group;
+    ListenGroup.Hearing h = g == null ? null : g.hearing();
+    if (!sessionUp || h == null || h.epoch() != readEpoch) {
+      return 0;
+    }
+    return Math.max(h.since(), joinedAt);
+  }
+
+  /**
+   * Whether this listener's own session LISTENs now (it is its group's primary, or hands over): the
+   * server signals it for every notification of the database. The other members' sessions do not.
+   */
+  public boolean listens() {
+    return listens;
   }
 
   /** Times the connection was lost and re-established. */
@@ -107,9 +149,22 @@ public final class Listener extends Service {
 
   @Override
   protected void run(int index) {
+    try {
+      listen();
+    } finally {
+      ListenGroup g = group;
+      if (g != null) {
+        g.leave(member);
+        group = null;
+      }
+    }
+  }
+
+  private void listen() {
     long backoffMillis = 100;
     boolean first = true;
     while (isRunning()) {
+      ListenGroup g = null;
       try (Connection c = config.listenConnectionFactory().call()) {
         // every statement on this session answers within the statement bound: a socket that stays
         // silent past twice that (plus 2 s) is dead, or held by a frozen pooler or network
@@ -129,9 +184,10 @@ public final class Listener extends Service {
             DSL.val(truncate("pgtask listen " + config.workerId())), DSL.inline(false))).fetch();
         current = BackendQueries.current(dsl);
         endAbandoned(dsl);
-        dsl.query("LISTEN " + WakePayload.CHANNEL).execute();          // constant statements: channel
-        dsl.query("LISTEN " + WakePayload.CONTROL_CHANNEL).execute();  // names are fixed, never input
-        long since = System.nanoTime();
+        g = join(dsl.resultQuery(ListenGroup.KEY_QUERY).fetchOne(0, String.class));
+        readEpoch = -1; // a session of its own again: read what may have been missed, and poll
+        g.connected(member);
+        sessionUp = true;
         if (!first) {
           reconnects.incrementAndGet();
           config.metrics().listenerReconnected();
@@ -139,44 +195,7 @@ public final class Listener extends Service {
         }
         first = false;
         backoffMillis = 100;
-        try {
-          onListening.run();
-        } catch (RuntimeException e) {
-          log.warn("pgtask listener: reading the cancel requests failed ({}); a cancellation requested "
-              + "while it was not listening waits for its next reconnect", e.getMessage());
-        }
-        listeningSince = since; // before this instant, only the check above saw what was sent
-        onWake.run(); // notifications sent while we were away are lost: poll once
-        PGConnection pg = c.unwrap(PGConnection.class);
-        long pingNanos = config.listenerPingInterval().toNanos();
-        long heard = System.nanoTime(); // the last statement or notification: the session was alive then
-        while (isRunning()) {
-          long now = System.nanoTime();
-          long wakeAt = heard + pingNanos;
-          for (SessionWork w : work) {
-            if (w.dueAt() - wakeAt < 0) {
-              wakeAt = w.dueAt();
-            }
-          }
-          // at least 1 ms: pgjdbc waits forever on 0
-          long waitMillis = Math.max(1, java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(wakeAt - now) + 1);
-          PGNotification[] notes = pg.getNotifications((int) Math.min(Integer.MAX_VALUE, waitMillis));
-          now = System.nanoTime();
-          if (notes != null && notes.length > 0) {
-            heard = now;
-          }
-          if (round(c, dsl, now)) {
-            heard = System.nanoTime();
-          } else if (now - heard >= pingNanos) {
-            dsl.selectOne().fetch(); // health check after a quiet ping interval: fails on a dead socket
-            heard = System.nanoTime();
-          }
-          if (notes != null) {
-            for (PGNotification n : notes) {
-              notifications.received(n.getName(), n.getParameter(), now);
-            }
-          }
-        }
+        waitAndWork(c, dsl, g);
       } catch (Exception e) {
         if (current != null) {
           abandoned = current; // the socket is given up, the server's session may live on: end it
@@ -186,7 +205,11 @@ public final class Listener extends Service {
         }
         log.warn("pgtask listener connection lost ({}); reconnecting in {} ms", e.getMessage(), backoffMillis);
       } finally {
-        listeningSince = 0;
+        sessionUp = false;
+        listens = false;
+        if (g != null) {
+          g.disconnected(member);
+        }
         connection = null;
         current = null;
       }
@@ -202,6 +225,78 @@ public final class Listener extends Service {
       }
       backoffMillis = Math.min(5_000, backoffMillis * 2);
       onWake.run(); // keep polling while the listener is down
+    }
+  }
+
+  /** The group of the database named {@code key}, joined (after leaving another one, if the key changed). */
+  private ListenGroup join(String key) {
+    ListenGroup g = group;
+    if (g != null && !g.key().equals(key)) {
+      g.leave(member);
+      g = null;
+    }
+    if (g == null) {
+      g = ListenGroup.join(key, member);
+      joinedAt = System.nanoTime(); // after the join: notifications received from now on reach this worker
+      group = g;
+    }
+    return g;
+  }
+
+  /**
+   * While the session is up: LISTEN when this listener is its group's primary; read what may have
+   * been missed each time the group's hearing starts anew; wait for notifications (the primary) or
+   * for the group (the others) until the next work or ping is due; run the rounds.
+   */
+  private void waitAndWork(Connection c, DSLContext dsl, ListenGroup g) throws Exception {
+    PGConnection pg = c.unwrap(PGConnection.class);
+    long pingNanos = config.listenerPingInterval().toNanos();
+    long heard = System.nanoTime(); // the last statement or notification: the session was alive then
+    while (isRunning()) {
+      if (!listens && g.isPrimary(member)) {
+        dsl.query("LISTEN " + WakePayload.CHANNEL).execute();          // constant statements: channel
+        dsl.query("LISTEN " + WakePayload.CONTROL_CHANNEL).execute();  // names are fixed, never input
+        listens = true;
+        heard = System.nanoTime();
+        g.listening(member, heard);
+      }
+      ListenGroup.Hearing hearing = g.hearing();
+      if (hearing != null && hearing.epoch() != readEpoch) {
+        try {
+          onListening.run();
+        } catch (RuntimeException e) {
+          log.warn("pgtask listener: reading the cancel requests failed ({}); a cancellation requested "
+              + "while it was not listening waits for its next reconnect", e.getMessage());
+        }
+        readEpoch = hearing.epoch(); // before the hearing's start, only the check above saw what was sent
+        onWake.run(); // notifications sent while we were away are lost: poll once
+      }
+      long now = System.nanoTime();
+      long wakeAt = heard + pingNanos;
+      wakeAt = rounds.nextDue(wakeAt);
+      // at least 1 ms: pgjdbc waits forever on 0
+      long waitMillis = Math.max(1, java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(wakeAt - now) + 1);
+      PGNotification[] notes = null;
+      if (listens) {
+        notes = pg.getNotifications((int) Math.min(Integer.MAX_VALUE, waitMillis));
+      } else {
+        member.await(waitMillis);
+      }
+      now = System.nanoTime();
+      if (notes != null && notes.length > 0) {
+        heard = now;
+      }
+      if (rounds.run(c, dsl, now)) {
+        heard = System.nanoTime();
+      } else if (now - heard >= pingNanos) {
+        dsl.selectOne().fetch(); // health check after a quiet ping interval: fails on a dead socket
+        heard = System.nanoTime();
+      }
+      if (notes != null) {
+        for (PGNotification n : notes) {
+          g.dispatch(n.getName(), n.getParameter(), now);
+        }
+      }
     }
   }
 
@@ -228,58 +323,38 @@ public final class Listener extends Service {
     }
   }
 
-  // the periodic statements run on this session (the poll's probe, the tick); set before start
-  private final java.util.List<SessionWork> work = new java.util.concurrent.CopyOnWriteArrayList<>();
-
   /** Runs {@code w} on this session while it listens (see {@link SessionWork}); call before {@link #start()}. */
   public void sessionWork(SessionWork w) {
-    work.add(w);
+    rounds.add(w);
   }
 
-  /**
-   * Runs the works that are due (or may run early) at {@code now} in one transaction; returns
-   * whether a statement was sent. A failing statement rolls the round back and is logged; a
-   * connection that cannot roll back is lost (the caller reconnects).
-   */
-  private boolean round(Connection c, DSLContext dsl, long now) throws java.sql.SQLException {
-    boolean due = false;
-    for (SessionWork w : work) {
-      if (w.dueAt() - now <= 0) {
-        due = true;
-        break;
+  /** This listener in its {@link ListenGroup}: the sink of what the primary receives, and a wake-up for its thread. */
+  private final class Member implements ListenGroup.Member {
+    private boolean signalled; // guarded by this
+
+    @Override
+    public void received(String channel, String payload, long nanos) {
+      notifications.received(channel, payload, nanos);
+    }
+
+    @Override
+    public synchronized void signal() {
+      signalled = true;
+      notifyAll();
+    }
+
+    @Override
+    public String name() {
+      return config.workerId();
+    }
+
+    /** Waits up to {@code millis} for {@link #signal} (the listener's thread, while its session does not LISTEN). */
+    synchronized void await(long millis) throws InterruptedException {
+      if (!signalled) {
+        wait(millis);
       }
+      signalled = false;
     }
-    if (!due) {
-      return false;
-    }
-    java.util.List<Runnable> after = new java.util.ArrayList<>();
-    try {
-      bounds.begin(c); // BEGIN and the bounds, one round trip: a frozen round ends on the server
-      for (SessionWork w : work) {
-        if (w.runsInRoundAt(now)) {
-          Runnable a = w.run(dsl, now);
-          if (a != null) {
-            after.add(a);
-          }
-        }
-      }
-      c.commit();
-    } catch (RuntimeException e) {
-      c.rollback(); // a dead connection throws here: the listener reconnects
-      after.clear();
-      log.warn("pgtask listener: an idle-time statement on its session failed ({}); trying again at its next"
-          + " round", Sql.rootMessage(e));
-    } finally {
-      c.setAutoCommit(true);
-    }
-    for (Runnable a : after) {
-      try {
-        a.run();
-      } catch (RuntimeException e) {
-        log.warn("pgtask listener: handling an idle-time statement's result failed: {}", e.getMessage());
-      }
-    }
-    return true;
   }
 
   private volatile boolean deaf;
