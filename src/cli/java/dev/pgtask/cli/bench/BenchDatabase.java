@@ -23,6 +23,18 @@ final class BenchDatabase {
     this.props = props;
   }
 
+  /** The JDBC URL, for a connection of another process ({@link NotifyReceiver}). */
+  String url() {
+    return url;
+  }
+
+  /** The driver properties (a copy), for a connection of another process. */
+  Properties props() {
+    Properties copy = new Properties();
+    copy.putAll(props);
+    return copy;
+  }
+
   HikariDataSource pool(int size) {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(url);
