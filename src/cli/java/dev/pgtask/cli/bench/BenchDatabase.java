@@ -53,6 +53,29 @@ final class BenchDatabase {
     }
   }
 
+  /** Deletes the tasks whose id is above {@code id} (and, by cascade, their attempts and dependencies). */
+  static void deleteTasksAbove(HikariDataSource pool, long id) throws SQLException {
+    try (Connection c = pool.getConnection(); java.sql.PreparedStatement ps = c.prepareStatement("DELETE FROM pgtask.task WHERE id > ?")) {
+      ps.setLong(1, id);
+      ps.executeUpdate();
+    }
+    try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
+      st.execute("DELETE FROM pgtask.worker");
+    }
+  }
+
+  /** The completed tasks whose id is above {@code id}, counted over the primary key. */
+  static long countCompletedAbove(HikariDataSource pool, long id) throws SQLException {
+    try (Connection c = pool.getConnection();
+        java.sql.PreparedStatement ps = c.prepareStatement("SELECT count(*) AS completed FROM pgtask.task WHERE id > ? AND state = 'completed'")) {
+      ps.setLong(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong("completed");
+      }
+    }
+  }
+
   static void vacuumAnalyze(HikariDataSource pool) throws SQLException {
     try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
       st.execute("VACUUM ANALYZE pgtask.task");

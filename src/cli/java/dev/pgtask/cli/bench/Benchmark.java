@@ -35,7 +35,7 @@ public final class Benchmark {
 
   /** The measurements, by the keys of {@code --only} (and of the summary line, where they appear in it). */
   public static final List<String> KEYS = List.of("warmup", "plain_floor", "tx_floor", "batched_floor", "plain",
-      "defaults", "batched", "enqueue", "notify", "idle", "delayed", "sustained", "capped", "dashboard");
+      "defaults", "batched", "enqueue", "notify", "idle", "delayed", "sustained", "capped", "dashboard", "backlog", "history");
 
   // the JIT keeps compiling the worker's hot path for the first few tens of thousands of tasks
   private static final int WARM_UP_TASKS = 20_000;
@@ -53,6 +53,8 @@ public final class Benchmark {
   private final Floors floors;
   private final WorkerThroughput throughput;
   private final StartLatencies latencies;
+  private final BacklogThroughput backlog;
+  private final HistoryRetention history;
 
   /** {@code only}: the measurements to run, by key (empty: all); see {@link #KEYS}. */
   public Benchmark(String url, Properties props, boolean quick, java.util.Set<String> only, PrintStream out) {
@@ -68,6 +70,8 @@ public final class Benchmark {
     this.floors = new Floors(sizes, report);
     this.throughput = new WorkerThroughput(sizes, report, out);
     this.latencies = new StartLatencies(sizes, report, db);
+    this.backlog = new BacklogThroughput(sizes, quick, report, throughput, out);
+    this.history = new HistoryRetention(quick, out);
   }
 
   public void run() throws Exception {
@@ -77,7 +81,9 @@ public final class Benchmark {
       PgTask pgtask = PgTask.create(pool);
 
       // untimed drains first: a long-running worker has its hot path compiled; a fresh JVM has not
-      out.printf(Locale.ROOT, "warm-up: untimed drains of %d tasks, two per mode%n", WARM_UP_TASKS);
+      if (report.selected("warmup")) {
+        out.printf(Locale.ROOT, "warm-up: untimed drains of %d tasks, two per mode%n", WARM_UP_TASKS);
+      }
       for (int i = 0; i < (report.selected("warmup") ? 2 : 0); i++) {
         out.printf(Locale.ROOT, "  warm-up %d: plain %.0f/s, transactional batched %.0f/s%n", i + 1,
             throughput.drain(pool, pgtask, 10, WorkerThroughput.Mode.PLAIN, WARM_UP_TASKS),
@@ -154,6 +160,12 @@ public final class Benchmark {
       }
 
       Map<String, Double> pages = report.selected("dashboard") ? DashboardPages.measure(pool, DASHBOARD_ROWS) : Map.of();
+      if (report.selected("backlog")) {
+        backlog.run(pool, pgtask);
+      }
+      if (report.selected("history")) {
+        history.run(pool, pgtask);
+      }
 
       report.printTable();
       double plain = Math.max(plain10.median(), plain50.median());
@@ -169,6 +181,7 @@ public final class Benchmark {
             pages.values().stream().mapToDouble(Double::doubleValue).max().orElse(0)));
         out.println(line);
       }
+      backlog.printSummary();
       if (report.selected("capped")) {
         out.printf(Locale.ROOT, "pgtask bench capped: uncapped=%d capped_40=%d capped_ratio=%.2f%n",
             Math.round(uncapped.median()), Math.round(capped40.median()), capped40.median() / uncapped.median());

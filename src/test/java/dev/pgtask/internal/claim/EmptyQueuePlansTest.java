@@ -14,6 +14,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import dev.pgtask.internal.sql.ClaimQueries;
+import dev.pgtask.internal.sql.IdleQueries;
+import dev.pgtask.internal.sql.Sql;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -145,6 +147,36 @@ class EmptyQueuePlansTest {
     // machine, while a loaded machine (CI, two test JVMs) slows some plain claims past 10 ms
     assertThat(micros.get(0)).as("fastest claim over the backlog, µs (all: %s)", micros)
         .isLessThan(10_000L);
+  }
+
+  @Test
+  void anIdleWorkersPollAndItsOwedSpillOverALargeBacklogAreNotCompiledByJit() throws Exception {
+    Assumptions.assumeTrue("t".equals(queue.sql().text("SELECT pg_jit_available()")),
+        "this server has no JIT compiler (PostgreSQL built without LLVM)");
+    // as above: 150,000 due tasks lift the estimated cost of the poll's and the spill's read of the
+    // claimable index past jit_above_cost (issue 31: 300-600 ms each beside a long history)
+    queue.sql().exec("INSERT INTO pgtask.task (kind, payload) SELECT 'empty.jit', '{}' FROM generate_series(1, 150000)");
+    queue.sql().exec("VACUUM ANALYZE pgtask.task");
+    List<Long> polls = new ArrayList<>();
+    List<Long> spills = new ArrayList<>();
+    for (int i = 0; i < 15; i++) {
+      long t0 = System.nanoTime();
+      try (Connection c = queue.pool().getConnection()) {
+        c.setAutoCommit(false);
+        assertThat(IdleQueries.claimable(Sql.using(c), List.of("default"), List.of("empty.jit"))).isTrue();
+        c.commit();
+        c.setAutoCommit(true);
+      }
+      polls.add((System.nanoTime() - t0) / 1_000);
+      t0 = System.nanoTime();
+      assertThat(IdleQueries.notifyIfClaimable(queue.pool(), List.of("default"), List.of("empty.jit"))).isEqualTo(1);
+      spills.add((System.nanoTime() - t0) / 1_000);
+    }
+    java.util.Collections.sort(polls);
+    java.util.Collections.sort(spills);
+    // the fastest of 15, as above: compiling is CPU work that every compiled statement pays
+    assertThat(polls.get(0)).as("fastest idle poll over the backlog, µs (all: %s)", polls).isLessThan(10_000L);
+    assertThat(spills.get(0)).as("fastest owed spill over the backlog, µs (all: %s)", spills).isLessThan(10_000L);
   }
 
   /**
