@@ -208,14 +208,17 @@ public final class MaintenanceQueries {
 
   /**
    * Due tasks in the given queues (all queues when {@code queues} is null) whose kind no live worker
-   * (pgtask.workers) serving their queue handles, per queue and kind, from {@code pgtask.unrunnable}.
-   * Locks: none.
+   * (pgtask.workers) serving their queue handles, per queue and kind, as {@code pgtask.unrunnable}
+   * counts them, from its due heads ({@code pgtask.unrunnable_due}) without its count of the tasks
+   * waiting behind each. Locks: none.
    */
   public static java.util.List<Unhandled> unhandledKinds(DSLContext dsl, java.util.List<String> queues) {
-    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
-    return dsl.select(u.QUEUE, u.KIND, u.TASKS).from(u)
+    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE_DUE.as("u");
+    Field<Integer> tasks = DSL.count();
+    return dsl.select(u.QUEUE, u.KIND, tasks).from(u)
         .where(u.REASON.eq(DSL.inline("unhandled_kind")))
         .and(queues == null ? DSL.noCondition() : u.QUEUE.in(queues))
+        .groupBy(u.QUEUE, u.KIND)
         .orderBy(u.QUEUE, u.KIND)
         .fetch(r -> new Unhandled(r.value1(), r.value2(), r.value3()));
   }
