@@ -30,6 +30,7 @@ public final class IdleQueries {
   public static void planAsClaims(DSLContext tx) {
     tx.select(
             DSL.function("set_config", SQLDataType.CLOB, DSL.inline("enable_seqscan"), DSL.inline("off"), DSL.inline(true)),
+            DSL.function("set_config", SQLDataType.CLOB, DSL.inline("enable_bitmapscan"), DSL.inline("off"), DSL.inline(true)),
             DSL.function("set_config", SQLDataType.CLOB, DSL.inline("jit"), DSL.inline("off"), DSL.inline(true)))
         .fetch();
   }
