@@ -23,11 +23,26 @@ final class BenchDatabase {
     this.props = props;
   }
 
+  /** The JDBC URL, for a connection of another process ({@link NotifyReceiver}). */
+  String url() {
+    return url;
+  }
+
+  /** The driver properties (a copy), for a connection of another process. */
+  Properties props() {
+    Properties copy = new Properties();
+    copy.putAll(props);
+    return copy;
+  }
+
   HikariDataSource pool(int size) {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(url);
     config.setDataSourceProperties(props);
     config.setMaximumPoolSize(size);
+    // connections as the measurements need them, not all at the start (HikariCP's default): the
+    // bench's pool of 60 would otherwise hold 60 of a shared server's 100 from its first statement
+    config.setMinimumIdle(Math.min(size, 2));
     config.setPoolName("pgtask-bench");
     config.addDataSourceProperty("ApplicationName", "pgtask bench");
     return new HikariDataSource(config);
@@ -38,6 +53,29 @@ final class BenchDatabase {
       // the attempt history and the dependencies reference the tasks: TRUNCATE names all three
       st.execute("TRUNCATE pgtask.task, pgtask.task_attempt, pgtask.task_dependency");
       st.execute("DELETE FROM pgtask.worker");
+    }
+  }
+
+  /** Deletes the tasks whose id is above {@code id} (and, by cascade, their attempts and dependencies). */
+  static void deleteTasksAbove(HikariDataSource pool, long id) throws SQLException {
+    try (Connection c = pool.getConnection(); java.sql.PreparedStatement ps = c.prepareStatement("DELETE FROM pgtask.task WHERE id > ?")) {
+      ps.setLong(1, id);
+      ps.executeUpdate();
+    }
+    try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
+      st.execute("DELETE FROM pgtask.worker");
+    }
+  }
+
+  /** The completed tasks whose id is above {@code id}, counted over the primary key. */
+  static long countCompletedAbove(HikariDataSource pool, long id) throws SQLException {
+    try (Connection c = pool.getConnection();
+        java.sql.PreparedStatement ps = c.prepareStatement("SELECT count(*) AS completed FROM pgtask.task WHERE id > ? AND state = 'completed'")) {
+      ps.setLong(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong("completed");
+      }
     }
   }
 

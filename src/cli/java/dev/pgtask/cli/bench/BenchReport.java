@@ -59,15 +59,24 @@ final class BenchReport {
       }
     }
     Stat s = report(name, unit, values);
+    lastMeasuredCpu = null;
     if (!clientCpu.isEmpty()) {
       Stat client = Stat.of(clientCpu);
       Stat server = Stat.of(serverCpu);
       cpuRows.add(new String[] {name, String.format(Locale.ROOT, "%.0f", client.median()),
           String.format(Locale.ROOT, "%.0f", server.median()), String.format(Locale.ROOT, "%.0f", client.median() + server.median())});
       out.printf(Locale.ROOT, "  %-90s CPU per task: %.0f µs client + %.0f µs server%n", "", client.median(), server.median());
+      lastMeasuredCpu = new double[] {client.median(), server.median()};
     }
     return s;
   }
+
+  /** The median CPU µs per task of the last {@link #measure}, {client, server}; null if it measured none. */
+  double[] lastMeasuredCpu() {
+    return lastMeasuredCpu;
+  }
+
+  private double[] lastMeasuredCpu;
 
   // CPU µs per task of the last timed run, {client, server}; null if the run did not measure it
   private double[] lastCpu;

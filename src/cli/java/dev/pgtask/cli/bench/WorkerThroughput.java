@@ -11,6 +11,7 @@ import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -52,8 +53,53 @@ final class WorkerThroughput {
   }
 
   double drain(HikariDataSource pool, PgTask pgtask, int concurrency, Mode mode, int n) throws Exception {
-    BenchDatabase.resetTasks(pool);
-    BenchDatabase.vacuumAnalyze(pool);
+    return drain(pool, pgtask, concurrency, mode, n, DrainTable.EMPTIED);
+  }
+
+  /**
+   * The task table a drain runs on, and how the drain's own tasks are told from other rows in it:
+   * {@link #EMPTIED}, or the rows a backlog measurement seeded kept ({@link #above}).
+   */
+  interface DrainTable {
+    /** Empties the table, as every drain of the main bench does. */
+    DrainTable EMPTIED = new DrainTable() {
+      @Override
+      public void prepare(HikariDataSource pool) throws SQLException {
+        BenchDatabase.resetTasks(pool);
+        BenchDatabase.vacuumAnalyze(pool);
+      }
+
+      @Override
+      public long completed(HikariDataSource pool) throws SQLException {
+        return BenchDatabase.countCompleted(pool);
+      }
+    };
+
+    /** Keeps the tasks up to {@code seeded} (their ids); deletes only the ones above, which are the drains'. */
+    static DrainTable above(long seeded) {
+      return new DrainTable() {
+        @Override
+        public void prepare(HikariDataSource pool) throws SQLException {
+          BenchDatabase.deleteTasksAbove(pool, seeded);
+          BenchDatabase.vacuumAnalyze(pool);
+        }
+
+        @Override
+        public long completed(HikariDataSource pool) throws SQLException {
+          return BenchDatabase.countCompletedAbove(pool, seeded);
+        }
+      };
+    }
+
+    /** Before the drain's worker starts: the table as the drain expects it, vacuumed and analyzed. */
+    void prepare(HikariDataSource pool) throws SQLException;
+
+    /** The drain's completed tasks. */
+    long completed(HikariDataSource pool) throws SQLException;
+  }
+
+  double drain(HikariDataSource pool, PgTask pgtask, int concurrency, Mode mode, int n, DrainTable table) throws Exception {
+    table.prepare(pool);
     List<NewTask> tasks = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       TaskOptions o = mode == Mode.PLAIN ? TaskOptions.defaults() : TaskOptions.defaults().withTenant("tenant-" + (i % 2_000));
@@ -95,7 +141,7 @@ final class WorkerThroughput {
         throw new IllegalStateException("drain did not finish: " + done.getCount() + " handlers left");
       }
       // the last completions are written after the handlers return
-      while (BenchDatabase.countCompleted(pool) < n) {
+      while (table.completed(pool) < n) {
         Thread.sleep(2);
       }
       double rate = n / ((System.nanoTime() - start) / 1e9);

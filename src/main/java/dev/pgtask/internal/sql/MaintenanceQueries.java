@@ -155,18 +155,17 @@ public final class MaintenanceQueries {
    * @return how many tasks were promoted
    */
   public static int repairTenantHeads(DSLContext tx) {
-    Task w = TASK.as("w");
     // promote_tenants skips pairs that have a running or due head; the pairs come from the
     // waiting index, in one order for both arrays
-    var pairs = DSL.selectDistinct(w.TENANT_ID, w.QUEUE).from(w).where(w.BLOCKED.isTrue()).asTable("pairs");
-    Field<Integer> tenant = pairs.field(w.TENANT_ID);
-    Field<String> queue = pairs.field(w.QUEUE);
+    CommonTableExpression<Record2<Integer, String>> pairs = waitingPairs();
+    Field<Integer> tenant = pairs.field(0, Integer.class);
+    Field<String> queue = pairs.field(1, String.class);
     var arrays = DSL.select(
             DSL.arrayAgg(tenant).orderBy(tenant, queue).as("tenants"),
             DSL.arrayAgg(queue).orderBy(tenant, queue).as("queues"))
         .from(pairs)
         .asTable("arrays");
-    Integer n = tx.select(Routines.promoteTenants(arrays.field("tenants", Integer[].class),
+    Integer n = tx.withRecursive(pairs).select(Routines.promoteTenants(arrays.field("tenants", Integer[].class),
             arrays.field("queues", String[].class)))
         .from(arrays)
         .fetchOne().value1();
@@ -176,19 +175,50 @@ public final class MaintenanceQueries {
     return n == null ? 0 : n;
   }
 
+  /**
+   * The distinct (tenant, queue) pairs of the waiting tasks, in (tenant, queue) order: a recursive
+   * walk of task_tenant_waiting_idx that descends once per pair to the first entry after the last
+   * pair, where a DISTINCT reads every waiting task's entry. Beside a backlog of 2,500,000 waiting
+   * tasks of 2,000 tenants (issue 31), the DISTINCT took 470-570 ms of every rescue round (10 s) and
+   * the walk 29 ms (EXPLAIN ANALYZE). Locks: none.
+   */
+  private static CommonTableExpression<Record2<Integer, String>> waitingPairs() {
+    Task first = TASK.as("w");
+    Task next = TASK.as("n");
+    var name = DSL.name("pairs");
+    Field<Integer> lastTenant = DSL.field(DSL.name("pairs", "tenant_id"), Integer.class);
+    Field<String> lastQueue = DSL.field(DSL.name("pairs", "queue"), String.class);
+    var step = DSL.lateral(DSL.select(next.TENANT_ID, next.QUEUE).from(next)
+        .where(next.BLOCKED.isTrue())
+        .and(DSL.row(next.TENANT_ID, next.QUEUE).gt(DSL.row(lastTenant, lastQueue)))
+        .orderBy(next.TENANT_ID, next.QUEUE)
+        .limit(DSL.inline(1))).as("step");
+    return name.fields("tenant_id", "queue").as(
+        DSL.select(first.TENANT_ID, first.QUEUE).from(first)
+            .where(first.BLOCKED.isTrue())
+            .orderBy(first.TENANT_ID, first.QUEUE)
+            .limit(DSL.inline(1))
+            .unionAll(DSL.select(step.field(next.TENANT_ID), step.field(next.QUEUE))
+                .from(DSL.table(name))
+                .crossJoin(step)));
+  }
+
   /** Due tasks of one kind in one queue that no live worker handles. */
   public record Unhandled(String queue, String kind, long tasks) {}
 
   /**
    * Due tasks in the given queues (all queues when {@code queues} is null) whose kind no live worker
-   * (pgtask.workers) serving their queue handles, per queue and kind, from {@code pgtask.unrunnable}.
-   * Locks: none.
+   * (pgtask.workers) serving their queue handles, per queue and kind, as {@code pgtask.unrunnable}
+   * counts them, from its due heads ({@code pgtask.unrunnable_due}) without its count of the tasks
+   * waiting behind each. Locks: none.
    */
   public static java.util.List<Unhandled> unhandledKinds(DSLContext dsl, java.util.List<String> queues) {
-    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE;
-    return dsl.select(u.QUEUE, u.KIND, u.TASKS).from(u)
+    var u = dev.pgtask.internal.sql.gen.Tables.UNRUNNABLE_DUE.as("u");
+    Field<Integer> tasks = DSL.count();
+    return dsl.select(u.QUEUE, u.KIND, tasks).from(u)
         .where(u.REASON.eq(DSL.inline("unhandled_kind")))
         .and(queues == null ? DSL.noCondition() : u.QUEUE.in(queues))
+        .groupBy(u.QUEUE, u.KIND)
         .orderBy(u.QUEUE, u.KIND)
         .fetch(r -> new Unhandled(r.value1(), r.value2(), r.value3()));
   }

@@ -1,7 +1,6 @@
 package dev.pgtask.internal.wakeup;
 
 import dev.pgtask.internal.sql.IdleQueries;
-import dev.pgtask.internal.sql.Sql;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.BooleanSupplier;
@@ -93,7 +92,7 @@ public final class Spills {
       return; // the idle workers were called since
     }
     try {
-      if (IdleQueries.notifyIfClaimable(Sql.using(dataSource), queues, kinds) > 0) {
+      if (IdleQueries.notifyIfClaimable(dataSource, queues, kinds) > 0) {
         policy.sent(System.nanoTime());
       }
     } catch (RuntimeException e) {

@@ -43,6 +43,7 @@ import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.TenantLocks;
 import dev.pgtask.internal.sql.gen.tables.Throughput;
 import dev.pgtask.internal.sql.gen.tables.Unrunnable;
+import dev.pgtask.internal.sql.gen.tables.UnrunnableDue;
 import dev.pgtask.internal.sql.gen.tables.Worker;
 import dev.pgtask.internal.sql.gen.tables.Workers;
 import dev.pgtask.internal.sql.gen.tables.records.CancelTasksRecord;
@@ -59,6 +60,7 @@ import dev.pgtask.internal.sql.gen.tables.records.TakeTokensRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskPageRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ThroughputRecord;
+import dev.pgtask.internal.sql.gen.tables.records.UnrunnableDueRecord;
 import dev.pgtask.internal.sql.gen.udt.CronSpec;
 
 import java.time.Instant;
@@ -1142,6 +1144,29 @@ public class Pgtask extends SchemaImpl {
     public final Unrunnable UNRUNNABLE = Unrunnable.UNRUNNABLE;
 
     /**
+     * The table <code>pgtask.unrunnable_due</code>.
+     */
+    public final UnrunnableDue UNRUNNABLE_DUE = UnrunnableDue.UNRUNNABLE_DUE;
+
+    /**
+     * Call <code>pgtask.unrunnable_due</code>.
+     */
+    public static Result<UnrunnableDueRecord> UNRUNNABLE_DUE(
+          Configuration configuration
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.UnrunnableDue.UNRUNNABLE_DUE.call(
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.unrunnable_due</code> as a table.
+     */
+    public static UnrunnableDue UNRUNNABLE_DUE() {
+        return dev.pgtask.internal.sql.gen.tables.UnrunnableDue.UNRUNNABLE_DUE.call(
+        );
+    }
+
+    /**
      * The table <code>pgtask.worker</code>.
      */
     public final Worker WORKER = Worker.WORKER;
@@ -1214,6 +1239,7 @@ public class Pgtask extends SchemaImpl {
             TenantLocks.TENANT_LOCKS,
             Throughput.THROUGHPUT,
             Unrunnable.UNRUNNABLE,
+            UnrunnableDue.UNRUNNABLE_DUE,
             Worker.WORKER,
             Workers.WORKERS
         );

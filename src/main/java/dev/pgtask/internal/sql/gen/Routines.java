@@ -89,6 +89,7 @@ import dev.pgtask.internal.sql.gen.tables.TakeTokens;
 import dev.pgtask.internal.sql.gen.tables.TaskPage;
 import dev.pgtask.internal.sql.gen.tables.TenantLoadOver;
 import dev.pgtask.internal.sql.gen.tables.Throughput;
+import dev.pgtask.internal.sql.gen.tables.UnrunnableDue;
 import dev.pgtask.internal.sql.gen.tables.records.CancelTasksRecord;
 import dev.pgtask.internal.sql.gen.tables.records.CronFireTimesRecord;
 import dev.pgtask.internal.sql.gen.tables.records.DeleteTasksRecord;
@@ -104,6 +105,7 @@ import dev.pgtask.internal.sql.gen.tables.records.TaskPageRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TaskRecord;
 import dev.pgtask.internal.sql.gen.tables.records.TenantLoadOverRecord;
 import dev.pgtask.internal.sql.gen.tables.records.ThroughputRecord;
+import dev.pgtask.internal.sql.gen.tables.records.UnrunnableDueRecord;
 import dev.pgtask.internal.sql.gen.udt.records.CronSpecRecord;
 
 import java.math.BigDecimal;
@@ -3548,6 +3550,24 @@ public class Routines {
     ) {
         return dev.pgtask.internal.sql.gen.tables.Throughput.THROUGHPUT.call(
             pMinutes
+        );
+    }
+
+    /**
+     * Call <code>pgtask.unrunnable_due</code>.
+     */
+    public static Result<UnrunnableDueRecord> unrunnableDue(
+          Configuration configuration
+    ) {
+        return configuration.dsl().selectFrom(dev.pgtask.internal.sql.gen.tables.UnrunnableDue.UNRUNNABLE_DUE.call(
+        )).fetch();
+    }
+
+    /**
+     * Get <code>pgtask.unrunnable_due</code> as a table.
+     */
+    public static UnrunnableDue unrunnableDue() {
+        return dev.pgtask.internal.sql.gen.tables.UnrunnableDue.UNRUNNABLE_DUE.call(
         );
     }
 }
