@@ -92,6 +92,24 @@ class LimitedWorkersTest {
   }
 
   @Test
+  void aKindCapSetWhileAWorkerClaimsWithoutFlowControlHoldsFromItsNextClaim() throws Exception {
+    // without any limit set, the worker sends the claim without flow control (ClaimQueries.LimitInput)
+    workers.start(workers.builder().workerId("late-cap").concurrency(4)
+        .handler("lim.late", com.fasterxml.jackson.databind.JsonNode.class, counting(100),
+            HandlerOptions.defaults().withMode(HandlerOptions.Mode.PLAIN)));
+    enqueue(8, "lim.late", TaskOptions.defaults());
+    workers.awaitTasks("completed", 8, Duration.ofSeconds(30));
+    assertThat(maxRunning.get()).as("tasks running at once before the cap").isGreaterThan(1);
+    maxRunning.set(0);
+    // the cap comes while the worker's last claim saw none: its next claim must honour it, and so
+    // run this plain-mode kind in a transaction that holds the cap's slot
+    queue.pgtask().limits().set(LimitScope.KIND, "lim.late", Limit.maxRunning(1));
+    enqueue(12, "lim.late", TaskOptions.defaults());
+    workers.awaitTasks("completed", 20, Duration.ofSeconds(30));
+    assertThat(maxRunning.get()).as("most of the kind's tasks running at once after the cap of 1").isEqualTo(1);
+  }
+
+  @Test
   void aQueueCapAndTenantLimitsComposeEveryLimitThatAppliesHolds() throws Exception {
     queue.pgtask().limits().set(LimitScope.QUEUE, "capped", Limit.maxRunning(3));
     queue.pgtask().limits().set(LimitScope.TENANT, "big", Limit.maxRunning(2));

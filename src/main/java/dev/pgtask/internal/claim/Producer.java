@@ -61,6 +61,9 @@ public final class Producer extends Service {
   private final List<String> plainKinds;
   private final boolean startHeads;
   private final org.postgresql.util.PGobject serverTimeouts;
+  // whether the last claim saw a flow limit set: if not, the next one is sent without flow control
+  // (ClaimQueries.LimitInput); the first claim is the full one
+  private boolean limitsSeen = true;
 
   /** How long a claim after {@code held_for_room} waits for more idle executors than one. */
   static final long HELD_FOR_ROOM_BATCH_MILLIS = 10;
@@ -227,7 +230,8 @@ public final class Producer extends Service {
       Claim claim;
       Spills.Claim spill = spills.nextClaim();
       long claimNanos = executor.claimStarting();
-      ClaimQueries.LimitInput limits = new ClaimQueries.LimitInput(executor.idleExecutors(), executor.takeRefunds());
+      ClaimQueries.LimitInput limits = new ClaimQueries.LimitInput(executor.idleExecutors(), executor.takeRefunds(),
+          limitsSeen);
       try {
         boolean startHead = startHeads && executor.isIdle() && !first;
         first = false;
@@ -252,6 +256,7 @@ public final class Producer extends Service {
         executor.claimFailed();
         throw e;
       }
+      limitsSeen = claim.limitsExist();
       if (claim.nextTokenMillis() != null) {
         // a task waits for a rate limit's token: claim when it is due, not at the next poll
         wakeups.timer().dueIn(java.time.Duration.ofMillis(claim.nextTokenMillis()));

@@ -38,13 +38,27 @@ public final class ClaimQueries {
 
   /**
    * What a claim needs for flow control: how many tasks under a limit it may take (the worker's idle
-   * executors), and the rate limits whose tokens tasks put back without starting give back.
+   * executors), the rate limits whose tokens tasks put back without starting give back, and whether
+   * the worker's last claim saw any limit set ({@link Claim#limitsExist()}): if not, and nothing is
+   * given back, the claim is sent in its form without flow control, which is cheaper and gives the
+   * same answer while no limit exists; should one exist by then, that form takes nothing and the
+   * full claim follows at once, on the same connection.
    */
-  public record LimitInput(int cappedRoom, Integer[] refunds) {
+  public record LimitInput(int cappedRoom, Integer[] refunds, boolean limitsExpected) {
 
-    /** No more tasks under a limit than {@code limit}, nothing to give back. */
+    /** Limits expected: the full claim. */
+    public LimitInput(int cappedRoom, Integer[] refunds) {
+      this(cappedRoom, refunds, true);
+    }
+
+    /** No more tasks under a limit than {@code limit}, nothing to give back; the full claim. */
     public static LimitInput none(int limit) {
-      return new LimitInput(limit, new Integer[0]);
+      return new LimitInput(limit, new Integer[0], true);
+    }
+
+    /** Whether the claim without flow control may be sent: no limit expected and no token to give back. */
+    boolean unlimited() {
+      return !limitsExpected && refunds.length == 0;
     }
   }
 
@@ -53,7 +67,7 @@ public final class ClaimQueries {
    * until a rate limit's next token when a task waits for one (else null), and the tasks under a
    * limit it left for want of an idle executor (its worker claims again when one is free).
    */
-  public record Claim(List<Claimed> tasks, int locked, Long nextTokenMillis, int heldForRoom) {}
+  public record Claim(List<Claimed> tasks, int locked, Long nextTokenMillis, int heldForRoom, boolean limitsExist) {}
 
   // the claim statement for n queues, rendered once (see PreparedQuery), by queue count and bounds
   private static final java.util.Map<String, PreparedQuery> CLAIMS = new java.util.concurrent.ConcurrentHashMap<>();
@@ -92,8 +106,9 @@ public final class ClaimQueries {
   public static StartedClaim claimAndStart(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       List<String> plainKinds, int limit, String owner, Duration lease, org.postgresql.util.PGobject serverTimeouts,
       int namespace, boolean spill, TxBounds bounds, LimitInput limits) {
-    PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size() + " " + bounds,
-        k -> ClaimStatements.claimAndStartPipeline(queues.size(), bounds));
+    boolean full = !limits.unlimited();
+    PreparedQuery query = CLAIM_AND_START.computeIfAbsent(queues.size() + " " + bounds + " " + full,
+        k -> ClaimStatements.claimAndStartPipeline(queues.size(), bounds, full));
     java.sql.Connection conn = null;
     boolean handedOver = false;
     try {
@@ -111,6 +126,7 @@ public final class ClaimQueries {
       Long headId = null;
       Long nextToken = null;
       int heldForRoom = 0;
+      boolean limitsExist = full;
       ExecuteQueries.LockResult headLock = ExecuteQueries.LockResult.FENCED_OUT;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
         ClaimRows.firstResultSet(ps);
@@ -120,6 +136,7 @@ public final class ClaimQueries {
             lockedRows = ClaimRows.lockedRows(rs);
             nextToken = ClaimRows.nextTokenMillis(rs);
             heldForRoom = ClaimRows.heldForRoom(rs);
+            limitsExist = ClaimRows.limitsExist(rs);
             if (ClaimRows.hasTask(rs)) {
               tasks.add(ClaimRows.claimed(rs));
             }
@@ -137,8 +154,15 @@ public final class ClaimQueries {
           }
         }
       }
-      Claim claim = new Claim(tasks, lockedRows, nextToken, heldForRoom);
+      Claim claim = new Claim(tasks, lockedRows, nextToken, heldForRoom, limitsExist);
       if (headId == null) {
+        if (!full && limitsExist && tasks.isEmpty()) {
+          // a limit exists: the claim without flow control took nothing (its gate); the full claim now
+          closeQuietly(conn);
+          conn = null;
+          return claimAndStart(dataSource, queues, kinds, plainKinds, limit, owner, lease, serverTimeouts, namespace,
+              spill, bounds, new LimitInput(limits.cappedRoom(), limits.refunds(), true));
+        }
         return new StartedClaim(claim, null, 0, null);
       }
       handedOver = true;
@@ -216,7 +240,9 @@ public final class ClaimQueries {
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease, boolean spill, TxBounds bounds, LimitInput limits) {
-    PreparedQuery query = CLAIMS.computeIfAbsent(queues.size() + " " + bounds, k -> ClaimStatements.claimQuery(queues.size(), bounds));
+    boolean full = !limits.unlimited();
+    PreparedQuery query = CLAIMS.computeIfAbsent(queues.size() + " " + bounds + " " + full,
+        k -> ClaimStatements.claimQuery(queues.size(), bounds, full));
     java.sql.Connection conn = null;
     try {
       conn = dataSource.getConnection();
@@ -226,6 +252,7 @@ public final class ClaimQueries {
       int lockedRows = 0;
       Long nextToken = null;
       int heldForRoom = 0;
+      boolean limitsExist = full;
       try (java.sql.PreparedStatement ps = query.prepare(conn, values)) {
         ClaimRows.firstResultSet(ps);
         try (java.sql.ResultSet rs = ps.getResultSet()) {
@@ -236,6 +263,7 @@ public final class ClaimQueries {
             lockedRows = ClaimRows.lockedRows(rs);
             nextToken = ClaimRows.nextTokenMillis(rs);
             heldForRoom = ClaimRows.heldForRoom(rs);
+            limitsExist = ClaimRows.limitsExist(rs);
           }
         }
         ps.getMoreResults(); // the COMMIT
@@ -243,7 +271,12 @@ public final class ClaimQueries {
       conn.setAutoCommit(true); // committed: no round trip
       conn.close();
       conn = null;
-      return new Claim(tasks, lockedRows, nextToken, heldForRoom);
+      if (!full && limitsExist && tasks.isEmpty()) {
+        // a limit exists: the claim without flow control took nothing (its gate); the full claim now
+        return claimAvailable(dataSource, queues, kinds, limit, owner, lease, spill, bounds,
+            new LimitInput(limits.cappedRoom(), limits.refunds(), true));
+      }
+      return new Claim(tasks, lockedRows, nextToken, heldForRoom, limitsExist);
     } catch (java.sql.SQLException e) {
       throw new org.jooq.exception.DataAccessException("claim failed: " + e.getMessage(), e);
     } finally {

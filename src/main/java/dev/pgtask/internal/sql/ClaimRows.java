@@ -29,6 +29,8 @@ final class ClaimRows {
   static final String HELD_FOR_ROOM = "held_for_room";
   /** The claim's column: a queue or kind concurrency limit applies to the task. */
   static final String CAPPED = "capped";
+  /** The claim's column: whether any flow control is set (the unlimited claim takes nothing then). */
+  static final String LIMITS_EXIST = "limits_exist";
   /** The claim-and-start's column: the id of the task whose re-lock follows, or NULL. */
   static final String HEAD_ID = "head_id";
 
@@ -61,6 +63,11 @@ final class ClaimRows {
   /** Rows the claim's limits admit that it left for want of an idle executor. */
   static int heldForRoom(ResultSet rs) throws SQLException {
     return rs.getInt(HELD_FOR_ROOM);
+  }
+
+  /** Whether any flow control was set in the claim's snapshot. */
+  static boolean limitsExist(ResultSet rs) throws SQLException {
+    return rs.getBoolean(LIMITS_EXIST);
   }
 
   /** Milliseconds until a rate limit's next token, or null when no task waits for one. */

@@ -47,25 +47,27 @@ final class ClaimStatements {
    * the spill (see {@link #spill}).
    */
   private record ClaimParts(List<CommonTableExpression<?>> ctes, Condition picked, Field<Integer> lockedCount,
-      Field<Integer> spill, Field<Long> nextTokenMillis, Field<Integer> heldForRoom) {}
+      Field<Integer> spill, Field<Long> nextTokenMillis, Field<Integer> heldForRoom, boolean limits) {}
 
-  private static ClaimParts claimParts(int queueCount) {
+  /**
+   * Whether any flow control is set ({@code pgtask.flow_limit} has a row): an uncorrelated probe of
+   * a table that is empty without limits, once per claim (an InitPlan). Every claim returns it, so
+   * that its worker knows which form of the claim to send next.
+   */
+  private static Field<Boolean> limitsExist() {
+    return DSL.field(DSL.select(DSL.field(DSL.exists(DSL.selectOne().from(FLOW_LIMIT)))));
+  }
+
+  private static ClaimParts claimParts(int queueCount, boolean limits) {
+    if (!limits) {
+      return unlimitedParts(queueCount);
+    }
     Task c = TASK.as("c");
     // every parameter that feeds a row estimate sits behind a sub-select: a custom plan then costs
     // the same as the generic one and the server keeps the generic plan. With the values visible, a
     // kind missing from the statistics made every custom plan look cheaper, and the server planned
     // the claim on every execution (half a millisecond, more than running it)
-    Condition queueCondition;
-    if (queueCount == 1) {
-      // one queue: the claimable index returns its rows in claim order, no sort
-      queueCondition = c.QUEUE.eq(unlessPaused(0));
-    } else {
-      List<Field<String>> qs = new ArrayList<>();
-      for (int i = 0; i < queueCount; i++) {
-        qs.add(unlessPaused(i));
-      }
-      queueCondition = c.QUEUE.in(qs);
-    }
+    Condition queueCondition = queueCondition(c, queueCount);
     Task running = TASK.as("r");
     // a tenant with a task running anywhere is passed over before the LIMIT: a row locked here and
     // dropped afterwards made the claim return fewer tasks than it locked, and the producer, seeing
@@ -100,11 +102,7 @@ final class ClaimStatements {
             // the cast makes it an array-valued expression: ANY ((SELECT ...)) would read as ANY (sub-query)
             .and(c.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("kinds", String[].class)))
                 .cast(SQLDataType.VARCHAR.array()))))
-            // the claim's commit need not wait for its WAL flush: if the server loses it, the tasks
-            // are simply unclaimed again, and nothing the attempt does can commit before the claim
-            // is durable (its own commit flushes the WAL up to and including the claim)
-            .and(DSL.field(DSL.select(DSL.function("set_config", SQLDataType.CLOB,
-                DSL.inline("synchronous_commit"), DSL.inline("off"), DSL.inline(true)))).isNotNull())
+            .and(claimSettings())
             // pass: a tenant's place under weighted fair share (db/R__02b_fair_share.sql), NULL
             // for every task without weights: then the order is (priority, run_at, id)
             .orderBy(c.PRIORITY, c.PASS.asc().nullsFirst(), c.RUN_AT, c.ID)
@@ -163,7 +161,90 @@ final class ClaimStatements {
     return new ClaimParts(List.of(limitRoom, locked, ranked, picked, rated, granted),
         TASK.ID.eq(DSL.any(DSL.array(kept))), lockedCount,
         spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), ClaimLimits.nextTokenMillis(granted),
-        heldForRoom);
+        heldForRoom, true);
+  }
+
+  /**
+   * The claim without flow control, for a database with no limit, rate or weight set: what the
+   * full claim does when {@code pgtask.flow_limit} is empty (its limit CTEs are then empty, every
+   * tenant's room is 1, no rank or token holds a task back), without the CTEs, sub-plans and window
+   * sorts that compute nothing then. The full claim costs the server about half a millisecond more
+   * per execution and several times the planning, which a pooler in transaction mode pays on
+   * every claim. Gated in the statement itself: if a limit exists in the claim's snapshot, the
+   * locking select returns nothing and the statement says so ({@code limits_exist}); the worker
+   * then claims again at once with the full claim ({@link ClaimQueries}).
+   */
+  private static ClaimParts unlimitedParts(int queueCount) {
+    Task c = TASK.as("c");
+    Condition queueCondition = queueCondition(c, queueCount);
+    Task running = TASK.as("r");
+    Condition tenantIdle = c.TENANT_ID.isNull()
+        .or(DSL.notExists(DSL.selectOne().from(running)
+            .where(running.TENANT_ID.eq(c.TENANT_ID))
+            .and(running.BLOCKED.isFalse())
+            .and(running.STATE.eq(DSL.inline(TaskState.running)))));
+    CommonTableExpression<?> locked = DSL.name("locked").as(
+        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY, c.QUEUE, c.KIND, c.PASS, c.RUN_AT)
+            .from(c)
+            .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
+            .and(c.BLOCKED.isFalse())
+            .and(queueCondition)
+            .and(c.RUN_AT.le(DSL.currentInstant()))
+            .and(tenantIdle)
+            .and(c.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("kinds", String[].class)))
+                .cast(SQLDataType.VARCHAR.array()))))
+            .and(claimSettings())
+            // the gate: no limit of any kind in this snapshot (the full claim's answer is then this one's)
+            .and(limitsExist().isFalse())
+            .orderBy(c.PRIORITY, c.PASS.asc().nullsFirst(), c.RUN_AT, c.ID)
+            .limit(DSL.field(DSL.select(DSL.param("limit", Integer.class))))
+            .forUpdate()
+            .skipLocked());
+    Field<Long> lId = locked.field(c.ID);
+    Field<Integer> lTenant = locked.field(c.TENANT_ID);
+    // at most one task per tenant (two due heads of one tenant can be locked by one claim)
+    Field<Integer> rank = DSL.rowNumber().over(DSL.partitionBy(DSL.coalesce(lTenant.cast(Long.class), lId.neg()))
+        .orderBy(claimOrder(locked, c)));
+    CommonTableExpression<?> ranked = DSL.name("ranked").as(DSL.select(lId.as("id"), rank.as("rn")).from(locked));
+    var picked = DSL.name("picked").as(DSL.select(ranked.field("id", Long.class).as("id"))
+        .from(ranked)
+        .where(ranked.field("rn", Integer.class).eq(DSL.inline(1))));
+    Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
+    return new ClaimParts(List.of(locked, ranked, picked),
+        TASK.ID.eq(DSL.any(DSL.array(DSL.select(picked.field("id", Long.class)).from(picked)))), lockedCount,
+        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), DSL.castNull(SQLDataType.BIGINT),
+        DSL.inline(0), false);
+  }
+
+  /** The claim's queue condition: one queue by equality (the claimable index then returns its rows in claim order, no sort). */
+  private static Condition queueCondition(Task c, int queueCount) {
+    Condition queueCondition;
+    if (queueCount == 1) {
+      // one queue: the claimable index returns its rows in claim order, no sort
+      queueCondition = c.QUEUE.eq(unlessPaused(0));
+    } else {
+      List<Field<String>> qs = new ArrayList<>();
+      for (int i = 0; i < queueCount; i++) {
+        qs.add(unlessPaused(i));
+      }
+      queueCondition = c.QUEUE.in(qs);
+    }
+    return queueCondition;
+  }
+
+  /**
+   * The claim transaction's settings, set by its statement (an InitPlan, no round trip). Its commit
+   * need not wait for its WAL flush: if the server loses it, the tasks are simply unclaimed again,
+   * and nothing the attempt does can commit before the claim is durable (its own commit flushes the
+   * WAL up to and including the claim). And {@code pgtask.claiming}: the tenant heads' statement
+   * trigger (db/R__02_tenant_heads.sql) is not queued for the claim's UPDATE, which ends no head
+   * (available or retryable to running, nothing else a head depends on changed); it cost each claim
+   * a call and a query over its transition tables.
+   */
+  private static Condition claimSettings() {
+    return DSL.field(DSL.select(DSL.function("set_config", SQLDataType.CLOB, DSL.inline("synchronous_commit"),
+            DSL.inline("off"), DSL.inline(true)).concat(DSL.function("set_config", SQLDataType.CLOB,
+            DSL.inline("pgtask.claiming"), DSL.inline("on"), DSL.inline(true))))).isNotNull();
   }
 
   /** The claim's order, (priority, pass, run_at, id), over the locked CTE's columns. */
@@ -261,10 +342,13 @@ final class ClaimStatements {
   }
 
   /** The columns of a claimed task, as both claims return them from their UPDATE. */
-  private static List<org.jooq.SelectFieldOrAsterisk> claimedColumns() {
+  private static List<org.jooq.SelectFieldOrAsterisk> claimedColumns(ClaimParts p) {
+    // without limits no cap applies and no token is charged
+    Field<Boolean> capped = p.limits() ? ClaimLimits.capped() : DSL.inline(false);
+    Field<Integer[]> charged = p.limits() ? ClaimLimits.charged() : DSL.castNull(SQLDataType.INTEGER.array());
     return List.of(TASK.ID, TASK.KIND, TASK.QUEUE, TASK.PAYLOAD, TASK.TENANT_ID, TASK.ATTEMPT,
         TASK.MAX_ATTEMPTS, TASK.RUN_AT, TASK.ATTEMPTED_AT, TASK.PRIORITY, tenantName().as(ClaimRows.TENANT_NAME),
-        TASK.TRACE_PARENT, ClaimLimits.capped().as(ClaimRows.CAPPED), ClaimLimits.charged().as(ClaimRows.CHARGED));
+        TASK.TRACE_PARENT, capped.as(ClaimRows.CAPPED), charged.as(ClaimRows.CHARGED));
   }
 
   /** The claimed task's columns of the {@code claimed} CTE, in the order {@link ClaimRows} reads them by name. */
@@ -282,17 +366,18 @@ final class ClaimStatements {
    * The claim is a data-modifying CTE and its result one row per claimed task, or one row without
    * a task when it claimed none: the row that says when the next rate token is due either way.
    */
-  static PreparedQuery claimQuery(int queueCount, TxBounds bounds) {
-    ClaimParts p = claimParts(queueCount);
-    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p).returningResult(claimedColumns()));
+  static PreparedQuery claimQuery(int queueCount, TxBounds bounds, boolean limits) {
+    ClaimParts p = claimParts(queueCount, limits);
+    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p).returningResult(claimedColumns(p)));
     var summary = DSL.name("summary").as(DSL.select(p.lockedCount().as(ClaimRows.LOCKED_ROWS),
         p.spill().as("spilled"), p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS),
-        p.heldForRoom().as(ClaimRows.HELD_FOR_ROOM)));
+        p.heldForRoom().as(ClaimRows.HELD_FOR_ROOM), limitsExist().as(ClaimRows.LIMITS_EXIST)));
     List<org.jooq.SelectFieldOrAsterisk> fields = new ArrayList<>(claimedFields(claimed));
     fields.add(summary.field(ClaimRows.LOCKED_ROWS, Integer.class));
     fields.add(summary.field("spilled", Integer.class));
     fields.add(summary.field(ClaimRows.NEXT_TOKEN_MS, Long.class));
     fields.add(summary.field(ClaimRows.HELD_FOR_ROOM, Integer.class));
+    fields.add(summary.field(ClaimRows.LIMITS_EXIST, Boolean.class));
     List<CommonTableExpression<?>> ctes = new ArrayList<>(p.ctes());
     ctes.add(claimed);
     ctes.add(summary);
@@ -315,9 +400,9 @@ final class ClaimStatements {
    * end or rollback changes them and nothing is left to clear. Its columns are named as the plain
    * claim's (a row with a NULL id when nothing was claimed), with the head's id ({@link ClaimRows#HEAD_ID}).
    */
-  private static PreparedQuery claimAndStartQuery(int queueCount) {
-    ClaimParts p = claimParts(queueCount);
-    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p).returningResult(claimedColumns()));
+  private static PreparedQuery claimAndStartQuery(int queueCount, boolean limits) {
+    ClaimParts p = claimParts(queueCount, limits);
+    var claimed = DSL.name("claimed").as(claimUpdate(DSL.update(TASK), p).returningResult(claimedColumns(p)));
     Field<String[]> plainKinds = DSL.field(DSL.select(DSL.param("plain_kinds", String[].class)))
         .cast(SQLDataType.VARCHAR.array());
     var headTask = DSL.name("head_task").as(DSL.select(claimed.field(TASK.ID), claimed.field(TASK.ATTEMPT))
@@ -333,7 +418,8 @@ final class ClaimStatements {
         setval(TaskSql.HEAD_ID_SEQUENCE, DSL.coalesce(headId, DSL.inline(0L))).as("head_id_set"),
         setval(TaskSql.HEAD_ATTEMPT_SEQUENCE, DSL.coalesce(headAttempt, DSL.inline(0))).as("head_attempt_set"),
         headId.as(ClaimRows.HEAD_ID), p.spill().as("spilled"), p.lockedCount().as(ClaimRows.LOCKED_ROWS),
-        p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS), p.heldForRoom().as(ClaimRows.HELD_FOR_ROOM)));
+        p.nextTokenMillis().as(ClaimRows.NEXT_TOKEN_MS), p.heldForRoom().as(ClaimRows.HELD_FOR_ROOM),
+        limitsExist().as(ClaimRows.LIMITS_EXIST)));
     List<org.jooq.SelectFieldOrAsterisk> fields = new ArrayList<>(claimedFields(claimed));
     fields.add(head.field(ClaimRows.LOCKED_ROWS, Integer.class));
     fields.add(head.field(ClaimRows.HEAD_ID, Long.class));
@@ -342,6 +428,7 @@ final class ClaimStatements {
     fields.add(head.field("spilled", Integer.class));
     fields.add(head.field(ClaimRows.NEXT_TOKEN_MS, Long.class));
     fields.add(head.field(ClaimRows.HELD_FOR_ROOM, Integer.class));
+    fields.add(head.field(ClaimRows.LIMITS_EXIST, Boolean.class));
     List<CommonTableExpression<?>> ctes = new ArrayList<>(p.ctes());
     ctes.add(claimed);
     ctes.add(headTask);
@@ -354,10 +441,10 @@ final class ClaimStatements {
    * {@link #claimAndStartQuery}, COMMIT, BEGIN, and the re-lock of its head
    * ({@link ExecuteQueries#LOCK_CLAIM_HEAD}) with its savepoint.
    */
-  static PreparedQuery claimAndStartPipeline(int queueCount, TxBounds bounds) {
+  static PreparedQuery claimAndStartPipeline(int queueCount, TxBounds bounds, boolean limits) {
     // the claim's transaction and the task's each bounded before its first statement; the re-lock
     // waits for its row at most the re-lock bound, the handler then runs with the default lock_timeout
-    return claimAndStartQuery(queueCount).precededBy(bounds.setLocalSql() + ";\n" + TaskSql.GENERIC_PLAN)
+    return claimAndStartQuery(queueCount, limits).precededBy(bounds.setLocalSql() + ";\n" + TaskSql.GENERIC_PLAN)
         .followedBy("COMMIT").followedBy("BEGIN").followedBy(bounds.forRelock().setLocalSql())
         .followedBy(ExecuteQueries.LOCK_CLAIM_HEAD).followedBy(TxBounds.AFTER_RELOCK).followedBy(TaskSql.SAVEPOINT);
   }
