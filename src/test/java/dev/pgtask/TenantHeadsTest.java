@@ -367,6 +367,35 @@ class TenantHeadsTest {
     }
   }
 
+  @Test
+  void aCompletionWhoseTenantWaitsOnlyInAnotherQueueSkipsTheHandOffQuery() throws Exception {
+    try (Connection c = db.connect()) {
+      // the tenant's backlog in a queue nobody serves (an outage): a head and tasks waiting behind it
+      enqueueIn(c, "elsewhere", "down", "now() - interval '1 hour'");
+      long waitingElsewhere = enqueueIn(c, "elsewhere", "down", "now()");
+      long head = enqueueIn(c, "elsewhere", "default", "now()");
+      c.setAutoCommit(false);
+      try {
+        long before = scansOf(c, "pgtask.task_tenant_waiting_idx");
+        exec(c, "UPDATE pgtask.task SET state = 'completed', finished_at = now() WHERE id = " + head);
+        long scans = scansOf(c, "pgtask.task_tenant_waiting_idx") - before;
+        assertThat(blocked(c, waitingElsewhere)).as("the task waiting in the other queue still waits").isTrue();
+        // one probe per ended head's tenant and queue; the hand-off's query would read it again
+        assertThat(scans).as("scans of the waiting index for a completion with nothing to hand on in its queue")
+            .isEqualTo(1);
+      } finally {
+        c.rollback();
+        c.setAutoCommit(true);
+        exec(c, "DELETE FROM pgtask.task WHERE tenant_id = (SELECT tenant_id FROM pgtask.task WHERE id = " + head + ")");
+      }
+    }
+  }
+
+  /** Index scans of {@code index} in this session's transaction, not reported yet. */
+  private static long scansOf(Connection c, String index) throws SQLException {
+    return queryLong(c, "SELECT pg_stat_get_xact_numscans('" + index + "'::regclass)");
+  }
+
   /**
    * Rows of pgtask.task this session fetched by index scans and has not reported yet: nothing is
    * reported inside a transaction, so two reads in one transaction count what it read in between.
