@@ -227,7 +227,7 @@ public final class ClaimQueries {
   /**
    * As {@link #claimAvailable(javax.sql.DataSource, List, List, int, String, Duration)}; with
    * {@code spill}, a claim that locks {@code limit} tasks and finds another claimable one notifies
-   * the queues (see {@link #spill}).
+   * the queues (see {@link ClaimSpill#spill}).
    */
   public static Claim claimAvailable(javax.sql.DataSource dataSource, List<String> queues, List<String> kinds,
       int limit, String owner, Duration lease, boolean spill) {

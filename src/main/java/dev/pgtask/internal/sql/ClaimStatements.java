@@ -14,7 +14,6 @@ import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.Field;
 import org.jooq.Record1;
-import org.jooq.Record3;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -44,7 +43,7 @@ final class ClaimStatements {
 
   /**
    * What the claim statements share: the locking CTE, which rows to take, the CTE's row count, and
-   * the spill (see {@link #spill}).
+   * the spill (see {@link ClaimSpill#spill}).
    */
   private record ClaimParts(List<CommonTableExpression<?>> ctes, Condition picked, Field<Integer> lockedCount,
       Field<Integer> spill, Field<Long> nextTokenMillis, Field<Integer> heldForRoom, boolean limits) {}
@@ -67,8 +66,6 @@ final class ClaimStatements {
     // the same as the generic one and the server keeps the generic plan. With the values visible, a
     // kind missing from the statistics made every custom plan look cheaper, and the server planned
     // the claim on every execution (half a millisecond, more than running it)
-    Condition queueCondition = queueCondition(c, queueCount);
-    Task running = TASK.as("r");
     // a tenant with a task running anywhere is passed over before the LIMIT: a row locked here and
     // dropped afterwards made the claim return fewer tasks than it locked, and the producer, seeing
     // a full claim, claimed again at once, thousands of times a second, never reaching the due
@@ -78,10 +75,7 @@ final class ClaimStatements {
     // A tenant limited to N > 1 (pgtask.set_limit) passes while fewer than N of its tasks run.
     CommonTableExpression<?> limitRoom = ClaimLimits.room();
     Condition tenantIdle = c.TENANT_ID.isNull()
-        .or(DSL.notExists(DSL.selectOne().from(running)
-            .where(running.TENANT_ID.eq(c.TENANT_ID))
-            .and(running.BLOCKED.isFalse())
-            .and(running.STATE.eq(DSL.inline(TaskState.running)))))
+        .or(noTaskRunning(c))
         .or(c.TENANT_ID.eq(DSL.any(ClaimLimits.keys(limitRoom, "tenant", "tenant_id", SQLDataType.INTEGER, true))));
     // a queue, kind or tenant whose limit is full or out of rate tokens is passed over before the
     // LIMIT too, for the same reason
@@ -90,25 +84,7 @@ final class ClaimStatements {
         .and(c.TENANT_ID.isNull().or(c.TENANT_ID.ne(DSL.all(
             ClaimLimits.keys(limitRoom, "tenant", "tenant_id", SQLDataType.INTEGER, false)))));
 
-    CommonTableExpression<?> locked = DSL.name("locked").as(
-        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY, c.QUEUE, c.KIND, c.PASS, c.RUN_AT)
-            .from(c)
-            .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
-            .and(c.BLOCKED.isFalse())
-            .and(queueCondition)
-            .and(c.RUN_AT.le(DSL.currentInstant()))
-            .and(tenantIdle)
-            .and(notFull)
-            // the cast makes it an array-valued expression: ANY ((SELECT ...)) would read as ANY (sub-query)
-            .and(c.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("kinds", String[].class)))
-                .cast(SQLDataType.VARCHAR.array()))))
-            .and(claimSettings())
-            // pass: a tenant's place under weighted fair share (db/R__02b_fair_share.sql), NULL
-            // for every task without weights: then the order is (priority, run_at, id)
-            .orderBy(c.PRIORITY, c.PASS.asc().nullsFirst(), c.RUN_AT, c.ID)
-            .limit(DSL.field(DSL.select(DSL.param("limit", Integer.class))))
-            .forUpdate()
-            .skipLocked());
+    CommonTableExpression<?> locked = lockedCte(c, queueCount, tenantIdle, notFull);
     Field<Long> lId = locked.field(c.ID);
     Field<Integer> lTenant = locked.field(c.TENANT_ID);
 
@@ -160,7 +136,7 @@ final class ClaimStatements {
     // id = ANY(ARRAY(...)): an index scan on the primary key whatever the plan's row estimates
     return new ClaimParts(List.of(limitRoom, locked, ranked, picked, rated, granted),
         TASK.ID.eq(DSL.any(DSL.array(kept))), lockedCount,
-        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), ClaimLimits.nextTokenMillis(granted),
+        ClaimSpill.spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), ClaimLimits.nextTokenMillis(granted),
         heldForRoom, true);
   }
 
@@ -176,30 +152,9 @@ final class ClaimStatements {
    */
   private static ClaimParts unlimitedParts(int queueCount) {
     Task c = TASK.as("c");
-    Condition queueCondition = queueCondition(c, queueCount);
-    Task running = TASK.as("r");
-    Condition tenantIdle = c.TENANT_ID.isNull()
-        .or(DSL.notExists(DSL.selectOne().from(running)
-            .where(running.TENANT_ID.eq(c.TENANT_ID))
-            .and(running.BLOCKED.isFalse())
-            .and(running.STATE.eq(DSL.inline(TaskState.running)))));
-    CommonTableExpression<?> locked = DSL.name("locked").as(
-        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY, c.QUEUE, c.KIND, c.PASS, c.RUN_AT)
-            .from(c)
-            .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
-            .and(c.BLOCKED.isFalse())
-            .and(queueCondition)
-            .and(c.RUN_AT.le(DSL.currentInstant()))
-            .and(tenantIdle)
-            .and(c.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("kinds", String[].class)))
-                .cast(SQLDataType.VARCHAR.array()))))
-            .and(claimSettings())
-            // the gate: no limit of any kind in this snapshot (the full claim's answer is then this one's)
-            .and(limitsExist().isFalse())
-            .orderBy(c.PRIORITY, c.PASS.asc().nullsFirst(), c.RUN_AT, c.ID)
-            .limit(DSL.field(DSL.select(DSL.param("limit", Integer.class))))
-            .forUpdate()
-            .skipLocked());
+    // the gate: no limit of any kind in this snapshot (the full claim's answer is then this one's)
+    CommonTableExpression<?> locked = lockedCte(c, queueCount, c.TENANT_ID.isNull().or(noTaskRunning(c)),
+        limitsExist().isFalse());
     Field<Long> lId = locked.field(c.ID);
     Field<Integer> lTenant = locked.field(c.TENANT_ID);
     // at most one task per tenant (two due heads of one tenant can be locked by one claim)
@@ -212,8 +167,44 @@ final class ClaimStatements {
     Field<Integer> lockedCount = DSL.field(DSL.selectCount().from(locked));
     return new ClaimParts(List.of(locked, ranked, picked),
         TASK.ID.eq(DSL.any(DSL.array(DSL.select(picked.field("id", Long.class)).from(picked)))), lockedCount,
-        spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), DSL.castNull(SQLDataType.BIGINT),
+        ClaimSpill.spill(lockedCount, DSL.array(DSL.select(lId).from(locked)), queueCount), DSL.castNull(SQLDataType.BIGINT),
         DSL.inline(0), false);
+  }
+
+  /**
+   * The claim's locking select, {@code locked}: the claimable rows of the worker's queues and kinds
+   * that pass {@code tenantIdle} and {@code limits}, in claim order, at most {@code :limit}, FOR
+   * UPDATE SKIP LOCKED.
+   */
+  private static CommonTableExpression<?> lockedCte(Task c, int queueCount, Condition tenantIdle, Condition limits) {
+    return DSL.name("locked").as(
+        DSL.select(c.ID, c.TENANT_ID, c.PRIORITY, c.QUEUE, c.KIND, c.PASS, c.RUN_AT)
+            .from(c)
+            .where(c.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
+            .and(c.BLOCKED.isFalse())
+            .and(queueCondition(c, queueCount))
+            .and(c.RUN_AT.le(DSL.currentInstant()))
+            .and(tenantIdle)
+            .and(limits)
+            // the cast makes it an array-valued expression: ANY ((SELECT ...)) would read as ANY (sub-query)
+            .and(c.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("kinds", String[].class)))
+                .cast(SQLDataType.VARCHAR.array()))))
+            .and(claimSettings())
+            // pass: a tenant's place under weighted fair share (db/R__02b_fair_share.sql), NULL
+            // for every task without weights: then the order is (priority, run_at, id)
+            .orderBy(c.PRIORITY, c.PASS.asc().nullsFirst(), c.RUN_AT, c.ID)
+            .limit(DSL.field(DSL.select(DSL.param("limit", Integer.class))))
+            .forUpdate()
+            .skipLocked());
+  }
+
+  /** No task of {@code c}'s tenant is running (a hashed sub-plan over task_running_idx). */
+  private static Condition noTaskRunning(Task c) {
+    Task running = TASK.as("r");
+    return DSL.notExists(DSL.selectOne().from(running)
+        .where(running.TENANT_ID.eq(c.TENANT_ID))
+        .and(running.BLOCKED.isFalse())
+        .and(running.STATE.eq(DSL.inline(TaskState.running))));
   }
 
   /** The claim's queue condition: one queue by equality (the claimable index then returns its rows in claim order, no sort). */
@@ -251,62 +242,6 @@ final class ClaimStatements {
   private static List<org.jooq.OrderField<?>> claimOrder(CommonTableExpression<?> locked, Task c) {
     return List.of(locked.field(c.PRIORITY), locked.field(c.PASS).asc().nullsFirst(), locked.field(c.RUN_AT),
         locked.field(c.ID));
-  }
-
-  /**
-   * Whether a task other than {@code taken} is claimable in the worker's queues (see {@link #spill}):
-   * the first such task in claim order, so the server reads the claimable index as the claim does
-   * (a plan free to stop at any matching row chose a sequential scan of the table).
-   */
-  private static Condition claimableBeyond(Field<Long[]> taken, int queueCount) {
-    Task p = TASK.as("spill_probe");
-    Task running = TASK.as("spill_running");
-    return DSL.field(DSL.select(p.ID).from(p)
-        .where(p.STATE.in(DSL.inline(TaskState.available), DSL.inline(TaskState.retryable)))
-        .and(p.BLOCKED.isFalse())
-        .and(probeQueues(p, queueCount))
-        .and(p.RUN_AT.le(DSL.currentInstant()))
-        .and(p.KIND.eq(DSL.any(DSL.field(DSL.select(DSL.param("spill_kinds", String[].class)))
-            .cast(SQLDataType.VARCHAR.array()))))
-        .and(p.TENANT_ID.isNull().or(DSL.notExists(DSL.selectOne().from(running)
-            .where(running.TENANT_ID.eq(p.TENANT_ID))
-            .and(running.BLOCKED.isFalse())
-            .and(running.STATE.eq(DSL.inline(TaskState.running))))))
-        .and(p.ID.ne(DSL.all(taken)))
-        .orderBy(p.PRIORITY, p.PASS.asc().nullsFirst(), p.RUN_AT, p.ID)
-        .limit(DSL.inline(1))).isNotNull();
-  }
-
-  /**
-   * The claim a worker makes after its own hand-offs (with {@code spill}) may leave claimable
-   * tasks behind that the other workers do not know of: a worker's completions wake only itself for
-   * what they hand on in its queues (db/R__02a_wakeup.sql), and it may hand on more than it
-   * has room for. When such a claim locks as many rows as it asked for and finds a claimable task
-   * beyond them (the claim's conditions, its queues' pauses aside), it notifies each of the
-   * worker's queues, sent with its commit, so idle workers claim too. A claim that came back short,
-   * or took the last task, sends nothing: with small rooms (a worker of concurrency 4 with 3 tasks
-   * running claims 1) a notification for every full claim woke every idle worker for nothing; and
-   * every other claim sends nothing, because whatever made its tasks claimable notified everyone
-   * (a notification per full claim in a drain halved plain mode's throughput). Without {@code
-   * spill} the threshold is out of reach and the probe never runs. An uncorrelated scalar
-   * sub-select: the server evaluates it once per claim (an InitPlan), not per returned row.
-   * Returns the count notified.
-   */
-  private static Field<Integer> spill(Field<Integer> lockedCount, Field<Long[]> taken, int queueCount) {
-    return DSL.field("(SELECT count(*) FROM (SELECT pg_notify('pgtask', q.q) FROM unnest({0}) AS q(q)"
-        + " WHERE {1}) AS s)::integer", SQLDataType.INTEGER,
-        DSL.field(DSL.select(DSL.param("spill_queues", String[].class))).cast(SQLDataType.VARCHAR.array()),
-        DSL.field(DSL.select(DSL.when(lockedCount.ge(DSL.param("spill_at", Integer.class)),
-            DSL.field(claimableBeyond(taken, queueCount))).otherwise(DSL.inline(false)))));
-  }
-
-  /** The probe's queue condition, shaped as the claim's (one queue: equality, so no sort). */
-  private static Condition probeQueues(Task p, int queueCount) {
-    List<Field<String>> qs = new ArrayList<>();
-    for (int i = 0; i < queueCount; i++) {
-      qs.add(DSL.field(DSL.select(DSL.param("probe_queue" + i, String.class))));
-    }
-    return queueCount == 1 ? p.QUEUE.eq(qs.get(0)) : p.QUEUE.in(qs);
   }
 
   /**
