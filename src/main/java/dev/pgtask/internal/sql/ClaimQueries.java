@@ -42,7 +42,7 @@ public final class ClaimQueries {
    * the worker's last claim saw any limit set ({@link Claim#limitsExist()}): if not, and nothing is
    * given back, the claim is sent in its form without flow control, which is cheaper and gives the
    * same answer while no limit exists; should one exist by then, that form takes nothing and the
-   * full claim follows at once, on the same connection.
+   * full claim follows at once (on a connection of the pool again).
    */
   public record LimitInput(int cappedRoom, Integer[] refunds, boolean limitsExpected) {
 
